@@ -1,0 +1,74 @@
+// Command cropkit runs the cropkit server and its batch tools:
+//
+//	cropkit serve   --addr HOST:PORT --data DIR [--demo]
+//	cropkit ingest  --data DIR SCENE...
+//	cropkit index   --scene DIR --fields FILE.geojson --index ndvi,... --out OUTDIR
+//	cropkit zones   --scene DIR --fields FILE.geojson --field NAME --index ndvi --zones K --out FILE
+//	cropkit user add NAME --data DIR
+//	cropkit token create NAME --data DIR
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand: it parses args (without the subcommand name)
+// and writes results to stdout, diagnostics to stderr.
+type command func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+
+func commands() map[string]command {
+	return map[string]command{
+		"serve":  runServe,
+		"ingest": runIngest,
+		"index":  runIndex,
+		"zones":  runZones,
+		"user":   runUser,
+		"token":  runToken,
+	}
+}
+
+const usage = `usage: cropkit <command> [flags]
+
+commands:
+  serve    run the HTTP server (embedded SQLite under --data)
+  ingest   ingest scenes into a data directory
+  index    compute per-field index statistics and PNGs from local scenes
+  zones    compute management zones for one field from local scenes
+  user     manage accounts (user add NAME)
+  token    manage tokens (token create NAME)
+
+Run 'cropkit <command> -h' for the command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "cropkit: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err := cmd(ctx, args[1:], stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "cropkit %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

@@ -1,6 +1,13 @@
 // Package geo holds what imagery and zoning share: raster grids and
 // windows, polygon checks, rasterization, polygonization and sieving.
 // Geometry is github.com/paulmach/orb everywhere.
+//
+// The usual path of a field: ParseGeometry (GeoJSON in EPSG:4326),
+// ValidateLonLat (an *InvalidGeometryError names the problem), Transform to
+// the scene CRS with a geo/crs Transformer, Grid.WindowFor and Grid.Sub,
+// then Rasterize (pixel-centre rule, like gdal_rasterize). Zones go the
+// other way: Sieve a label raster, then Polygonize it into valid polygons
+// that tile the labelled pixels exactly.
 package geo
 
 import (

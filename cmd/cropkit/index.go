@@ -3,10 +3,411 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/colormap"
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/imagery"
 )
 
-// runIndex is a placeholder until the index command is implemented.
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// indexJob is the validated command line of cropkit index.
+type indexJob struct {
+	scenes  []string
+	fields  string
+	indices []string
+	out     string
+	date    time.Time
+	workers int
+	timings bool
+}
+
+// runIndex computes per-field index statistics and PNGs:
+//
+//	cropkit index --scene DIR|ITEM.json|URL [--scene …] --fields FILE.geojson --index ndvi,ndre --out OUTDIR
+//
+// It writes OUTDIR/<field>/<YYYY-MM-DD>/<index>.json and .png.
 func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := flag.NewFlagSet("index", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var job indexJob
+	var scenes stringList
+	var indexList, date string
+	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable)")
+	fs.StringVar(&job.fields, "fields", "", "GeoJSON FeatureCollection of field polygons (EPSG:4326; name from properties.field_name or name)")
+	fs.StringVar(&indexList, "index", "", "comma-separated indices: "+strings.Join(imagery.NewCatalogue().Names(), ","))
+	fs.StringVar(&job.out, "out", "", "output folder: OUT/<field>/<YYYY-MM-DD>/<index>.json and .png")
+	fs.StringVar(&date, "date", "", "YYYY-MM-DD date of a single scene whose metadata and folder name have none")
+	// Twice the CPUs: file creation and renames block, decoding does not.
+	fs.IntVar(&job.workers, "workers", 2*runtime.GOMAXPROCS(0), "fields processed concurrently")
+	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	job.scenes = scenes
+	switch {
+	case len(job.scenes) == 0:
+		return errors.New("--scene is required")
+	case job.fields == "":
+		return errors.New("--fields is required")
+	case indexList == "":
+		return errors.New("--index is required")
+	case job.out == "":
+		return errors.New("--out is required")
+	case job.workers < 1:
+		return fmt.Errorf("--workers %d: want at least 1", job.workers)
+	}
+	if date != "" {
+		if len(job.scenes) != 1 {
+			return errors.New("--date dates a single scene: give exactly one --scene")
+		}
+		t, err := time.Parse("2006-01-02", date)
+		if err != nil {
+			return fmt.Errorf("--date %q: want YYYY-MM-DD", date)
+		}
+		job.date = t
+	}
+	cat := imagery.NewCatalogue()
+	for _, name := range strings.Split(indexList, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if _, ok := cat.Lookup(name); !ok {
+			return fmt.Errorf("--index: unknown index %q (known: %s)", name, strings.Join(cat.Names(), ", "))
+		}
+		if !slices.Contains(job.indices, name) {
+			job.indices = append(job.indices, name)
+		}
+	}
+	if len(job.indices) == 0 {
+		return errors.New("--index: no index given")
+	}
+	return job.run(ctx, cat, stderr)
+}
+
+// namedField is one input field.
+type namedField struct {
+	name string
+	geom orb.MultiPolygon
+	// order sorts fields so that neighbours, which share tiles, run together.
+	order [2]int
+}
+
+// stepTimes accumulates wall time per step across workers.
+type stepTimes struct {
+	mu sync.Mutex
+	d  map[string]time.Duration
+	k  []string
+}
+
+func (s *stepTimes) add(step string, since time.Time) {
+	d := time.Since(since)
+	s.mu.Lock()
+	if s.d == nil {
+		s.d = map[string]time.Duration{}
+	}
+	if _, ok := s.d[step]; !ok {
+		s.k = append(s.k, step)
+	}
+	s.d[step] += d
+	s.mu.Unlock()
+}
+
+func (s *stepTimes) print(w io.Writer) {
+	parts := make([]string, 0, len(s.k))
+	for _, k := range s.k {
+		parts = append(parts, fmt.Sprintf("%s=%.3fs", k, s.d[k].Seconds()))
+	}
+	fmt.Fprintln(w, strings.Join(parts, " "))
+}
+
+func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stderr io.Writer) error {
+	start := time.Now()
+	var times stepTimes
+	fields, err := readFieldFile(job.fields)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	scenes := make([]*imagery.Scene, 0, len(job.scenes))
+	defer func() {
+		for _, s := range scenes {
+			s.Close()
+		}
+	}()
+	for _, src := range job.scenes {
+		s, err := imagery.OpenScene(ctx, src, imagery.SceneOptions{Date: job.date})
+		if err != nil {
+			return err
+		}
+		scenes = append(scenes, s)
+	}
+	// mean_variation follows the scenes in date order.
+	sort.SliceStable(scenes, func(i, j int) bool { return scenes[i].Date().Before(scenes[j].Date()) })
+	for i := 1; i < len(scenes); i++ {
+		if day(scenes[i].Date()) == day(scenes[i-1].Date()) {
+			return fmt.Errorf("scenes %s and %s have the same date %s", scenes[i-1].ID(), scenes[i].ID(), day(scenes[i].Date()))
+		}
+	}
+	for _, s := range scenes {
+		for _, name := range job.indices {
+			ix, _ := cat.Lookup(name)
+			for _, b := range ix.Bands {
+				if !slices.Contains(s.Bands(), b) {
+					return fmt.Errorf("scene %s lacks band %s needed by %s", s.ID(), b, name)
+				}
+			}
+		}
+	}
+	times.add("open", t0)
+	if err := os.MkdirAll(job.out, 0o755); err != nil {
+		return fmt.Errorf("create output folder: %w", err)
+	}
+	sortFields(fields, scenes[0])
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+		outMu    sync.Mutex
+		enc      colormap.Encoder
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	note := func(format string, args ...any) {
+		outMu.Lock()
+		fmt.Fprintf(stderr, format+"\n", args...)
+		outMu.Unlock()
+	}
+	for range min(job.workers, len(fields)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(fields) || ctx.Err() != nil {
+					return
+				}
+				if err := job.field(ctx, fields[i], scenes, cat, &enc, &times, note); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if job.timings {
+		times.add("total", start)
+		times.print(stderr)
+	}
+	return nil
+}
+
+// field computes every scene's products for one field, oldest scene first.
+func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
+	enc *colormap.Encoder, times *stepTimes, note func(string, ...any)) error {
+	prev := map[string]float64{} // index → mean of the previous product
+	for _, s := range scenes {
+		t0 := time.Now()
+		products, err := s.FieldProducts(ctx, f.geom, job.indices, cat)
+		times.add("read+index+stats", t0)
+		switch {
+		case errors.Is(err, imagery.ErrNoClearPixels):
+			note("field %s %s: no clear pixel, no output", f.name, day(s.Date()))
+			continue
+		case errors.Is(err, imagery.ErrNoOverlap):
+			note("field %s %s: outside scene %s, no output", f.name, day(s.Date()), s.ID())
+			continue
+		case err != nil:
+			return fmt.Errorf("field %s, scene %s: %w", f.name, s.ID(), err)
+		}
+		dir := filepath.Join(job.out, f.name, day(s.Date()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("field %s: %w", f.name, err)
+		}
+		for _, p := range products {
+			var pm *float64
+			if m, ok := prev[p.Index]; ok {
+				pm = &m
+			}
+			prev[p.Index] = p.Stats.Mean
+			t1 := time.Now()
+			rep, err := imagery.NewReport(p, pm)
+			if err != nil {
+				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
+			}
+			// MarshalJSON directly: json.Marshal would re-validate and compact
+			// the whole pixel array, which costs more than writing it.
+			data, err := rep.MarshalJSON()
+			if err != nil {
+				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
+			}
+			if err := writeAtomic(filepath.Join(dir, p.Index+".json"), func(w io.Writer) error {
+				_, err := w.Write(data)
+				return err
+			}); err != nil {
+				return err
+			}
+			times.add("json", t1)
+			t2 := time.Now()
+			cm, err := colormapFor(cat, p.Index)
+			if err != nil {
+				return err
+			}
+			if err := writeAtomic(filepath.Join(dir, p.Index+".png"), func(w io.Writer) error {
+				return enc.Encode(w, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{})
+			}); err != nil {
+				return err
+			}
+			times.add("png", t2)
+		}
+	}
+	return nil
+}
+
+// colormapFor is the spec colormap of an index, or the default ramp over its usual range.
+func colormapFor(cat *imagery.Catalogue, name string) (colormap.Colormap, error) {
+	if c, ok := colormap.ForIndex(name); ok {
+		return c, nil
+	}
+	ix, _ := cat.Lookup(name)
+	lo, hi := ix.Range[0], ix.Range[1]
+	if !(lo < hi) {
+		lo, hi = 0, 1
+	}
+	return colormap.Default(name, lo, hi)
+}
+
+// writeAtomic writes a file through a temporary file in the same folder and
+// a rename, so readers never see a partial file.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	err = write(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// readFieldFile reads the named polygons of a GeoJSON file; names come from
+// properties.field_name, else properties.name, and must be unique and usable
+// as folder names.
+func readFieldFile(path string) ([]namedField, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--fields: %w", err)
+	}
+	feats, err := geo.ReadFeatures(data)
+	if err != nil {
+		return nil, fmt.Errorf("--fields %s: %w", path, err)
+	}
+	if len(feats) == 0 {
+		return nil, fmt.Errorf("--fields %s: no feature", path)
+	}
+	out := make([]namedField, 0, len(feats))
+	seen := map[string]bool{}
+	for i, f := range feats {
+		name, _ := f.Properties["field_name"].(string)
+		if name == "" {
+			name, _ = f.Properties["name"].(string)
+		}
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("--fields %s: feature %d has no properties.field_name or properties.name", path, i)
+		case name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00"):
+			return nil, fmt.Errorf("--fields %s: feature %d: field name %q cannot be a folder name", path, i, name)
+		case seen[name]:
+			return nil, fmt.Errorf("--fields %s: field name %q appears twice", path, name)
+		}
+		seen[name] = true
+		for _, p := range f.Geometry {
+			for _, r := range p {
+				for _, pt := range r {
+					if math.Abs(pt[0]) > 180 || math.Abs(pt[1]) > 90 {
+						return nil, fmt.Errorf("--fields %s: field %q: coordinate (%g, %g) is not EPSG:4326 longitude/latitude", path, name, pt[0], pt[1])
+					}
+				}
+			}
+		}
+		out = append(out, namedField{name: name, geom: f.Geometry})
+	}
+	return out, nil
+}
+
+// sortFields orders fields north to south in bands of 512 pixels of s's
+// grid, then west to east, so concurrent workers share the tiles they decode.
+func sortFields(fields []namedField, s *imagery.Scene) {
+	g := s.Grid()
+	for i := range fields {
+		mp, err := s.ProjectField(fields[i].geom)
+		if err != nil || len(mp) == 0 {
+			continue
+		}
+		b := mp.Bound()
+		col, row := g.Pixel(orb.Point{b.Min[0], b.Max[1]})
+		fields[i].order = [2]int{floorDiv(row, 512), col}
+	}
+	sort.SliceStable(fields, func(i, j int) bool {
+		a, b := fields[i].order, fields[j].order
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		return a[1] < b[1]
+	})
+}
+
+func floorDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }

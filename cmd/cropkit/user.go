@@ -1,12 +1,92 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"strings"
+
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/server"
 )
 
-// runUser is a placeholder until the user command is implemented.
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("user add NAME --data DIR") and returns the positionals.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// runUser manages accounts: cropkit user add NAME --data DIR [--indices ndvi,…] [--password-stdin] [--admin].
+// It opens the data directory's database directly, so it works whether or
+// not a server runs on it. The new user's token is the last line of stdout.
 func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	if len(args) == 0 || args[0] != "add" {
+		return errors.New("usage: cropkit user add NAME --data DIR [--indices ndvi,ndre,…] [--password-stdin] [--admin]")
+	}
+	fs := flag.NewFlagSet("user add", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data", "./cropkit-data", "data directory")
+	indices := fs.String("indices", "", "comma-separated indices the user may use (default: all)")
+	passwordStdin := fs.Bool("password-stdin", false, "read a password for POST /login from the first line of stdin")
+	admin := fs.Bool("admin", false, "make the user an administrator (may ingest scenes)")
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("usage: cropkit user add NAME --data DIR [--indices ndvi,ndre,…] [--password-stdin] [--admin]")
+	}
+	nu := server.NewUser{Name: pos[0], Admin: *admin}
+	if *indices != "" {
+		cat := imagery.NewCatalogue()
+		nu.Indices = []string{}
+		for _, n := range strings.Split(*indices, ",") {
+			n = strings.ToLower(strings.TrimSpace(n))
+			if n == "" {
+				continue
+			}
+			if _, ok := cat.Lookup(n); !ok {
+				return fmt.Errorf("unknown index %q (known: %s)", n, strings.Join(cat.Names(), ","))
+			}
+			nu.Indices = append(nu.Indices, n)
+		}
+	}
+	if *passwordStdin {
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read password: %w", err)
+		}
+		nu.Password = strings.TrimRight(line, "\r\n")
+		if nu.Password == "" {
+			return errors.New("empty password on stdin")
+		}
+	}
+	store, err := server.OpenStore(ctx, *dataDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.CreateUser(ctx, nu); err != nil {
+		return err
+	}
+	tok, err := store.CreateToken(ctx, nu.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created user %s\n%s\n", nu.Name, tok)
+	return nil
 }

@@ -1,12 +1,246 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/zoning"
 )
 
-// runZones is a placeholder until the zones command is implemented.
+// sceneList collects repeated --scene flags.
+type sceneList []string
+
+func (s *sceneList) String() string     { return strings.Join(*s, ",") }
+func (s *sceneList) Set(v string) error { *s = append(*s, v); return nil }
+
+const zonesUsage = `usage: cropkit zones --scene DIR [--scene DIR ...] --fields FILE.geojson --field NAME
+                     --index ndvi --zones K --out FILE [flags]
+
+Computes management zones for one field from local Sentinel-2 scenes, with
+the same library the server uses. With --date, the scene of that date is
+used; otherwise the mean of the index over every scene with clear pixels
+(a productivity map). Doses follow the --type rule (see zoning.Prescription).
+
+`
+
+// runZones computes zones for one field from local scenes and writes them to --out.
 func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := flag.NewFlagSet("zones", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, zonesUsage); fs.PrintDefaults() }
+	var scenes sceneList
+	fs.Var(&scenes, "scene", "scene folder (repeatable)")
+	fieldsPath := fs.String("fields", "", "GeoJSON FeatureCollection of fields (EPSG:4326)")
+	fieldName := fs.String("field", "", "name of the field (property name or field_name); optional when the file has one field")
+	index := fs.String("index", "ndvi", "crop-health index")
+	k := fs.Int("zones", 0, "number of zones (1..100)")
+	parcelPath := fs.String("parcel", "", "GeoJSON polygon inside the field to compute zones for")
+	dstCRS := fs.String("dst-crs", "4326", "EPSG code of the output")
+	format := fs.String("format", "geojson", "geojson, shapefile or isoxml")
+	date := fs.String("date", "", "use the scene of this date (YYYY-MM-DD)")
+	out := fs.String("out", "", "output file ('-' for stdout)")
+	typ := fs.String("type", "n_fertilizer", "dose rule: n_fertilizer or seeding")
+	strategy := fs.String("strategy", "", "compensate or proportional (default by type)")
+	base := fs.Float64("base-rate", 0, "base rate (default by type)")
+	minRate := fs.Float64("min-rate", 0, "minimum rate (default by type)")
+	maxRate := fs.Float64("max-rate", 0, "maximum rate (default by type)")
+	minArea := fs.Float64("min-area-ha", zoning.DefaultMinAreaHa, "minimum mapping unit in ha (negative: no sieve)")
+	seed := fs.Uint64("seed", 0, "k-means seed")
+	timings := fs.Bool("timings", false, "print step times to stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(scenes) == 0 || *fieldsPath == "" || *k == 0 || *out == "" {
+		fs.Usage()
+		return errors.New("--scene, --fields, --zones and --out are required")
+	}
+	f, err := zoning.ParseFormat(*format)
+	if err != nil {
+		return err
+	}
+	dst, err := crs.ParseEPSG(*dstCRS)
+	if err != nil {
+		return fmt.Errorf("--dst-crs: %w", err)
+	}
+	var day time.Time
+	if *date != "" {
+		if day, err = time.Parse(time.DateOnly, *date); err != nil {
+			return fmt.Errorf("--date %q: want YYYY-MM-DD", *date)
+		}
+	}
+	rx := zoning.Prescription{Type: zoning.PrescriptionType(*typ), Strategy: zoning.Strategy(*strategy),
+		BaseRate: *base, MinRate: *minRate, MaxRate: *maxRate}
+	if err := rx.WithDefaults().Validate(); err != nil {
+		return err
+	}
+	clock := stepClock{w: stderr, on: *timings, last: time.Now()}
+
+	field, err := readField(*fieldsPath, *fieldName)
+	if err != nil {
+		return err
+	}
+	area := field
+	if *parcelPath != "" {
+		data, err := os.ReadFile(*parcelPath)
+		if err != nil {
+			return err
+		}
+		if area, err = zoning.ParseParcel(data, field); err != nil {
+			return err
+		}
+	}
+
+	// The index on the field's window of each scene (only those tiles are read).
+	var products []imagery.Product
+	cat := imagery.NewCatalogue()
+	for _, dir := range scenes {
+		// --date also dates a scene whose files and folder name carry no date.
+		sc, err := imagery.OpenScene(ctx, dir, imagery.SceneOptions{Date: day})
+		if errors.Is(err, imagery.ErrNoDate) {
+			return fmt.Errorf("%w: give its date with --date", err)
+		}
+		if err != nil {
+			return err
+		}
+		if !day.IsZero() && !sameDay(sc.Date(), day) {
+			sc.Close()
+			continue
+		}
+		ps, err := sc.FieldProducts(ctx, field, []string{*index}, cat)
+		sc.Close()
+		switch {
+		case errors.Is(err, imagery.ErrNoClearPixels):
+			fmt.Fprintf(stderr, "cropkit zones: %s: no clear pixel, skipped\n", dir)
+			continue
+		case err != nil:
+			return err
+		}
+		products = append(products, ps[0])
+	}
+	if len(products) == 0 {
+		if !day.IsZero() {
+			return fmt.Errorf("no scene of %s with clear pixels in the field", *date)
+		}
+		return errors.New("no scene with clear pixels in the field")
+	}
+	grid := products[0].Grid
+	grids := make([][]float64, len(products))
+	for i, p := range products {
+		if p.Grid != grid {
+			return fmt.Errorf("scene of %s has another grid than the first scene's", p.Date.Format(time.DateOnly))
+		}
+		grids[i] = p.Values
+	}
+	values, err := zoning.MeanValues(grids...)
+	if err != nil {
+		return err
+	}
+	mask, err := zoning.FieldMask(area, grid)
+	if err != nil {
+		return err
+	}
+	clock.step("read+index")
+
+	res, err := zoning.Compute(ctx, grid, mask, []zoning.Layer{{Name: *index, Type: zoning.CropHealth, Values: values, Weight: 1}},
+		zoning.Options{Zones: *k, Seed: *seed, MinAreaHa: *minArea})
+	if err != nil {
+		return err
+	}
+	if err := rx.Apply(res); err != nil {
+		return err
+	}
+	clock.step("zones")
+	c, err := res.Collection(dst)
+	if err != nil {
+		return err
+	}
+	c = c.WithPrescription(rx)
+	name := *fieldName
+	if name == "" {
+		name = "field"
+	}
+	var buf bytes.Buffer
+	if err := f.Write(&buf, c, name); err != nil {
+		return err
+	}
+	if *out == "-" {
+		_, err = stdout.Write(buf.Bytes())
+	} else {
+		err = os.WriteFile(*out, buf.Bytes(), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	clock.step("write")
+	var ids []string
+	for _, z := range res.Zones {
+		ids = append(ids, fmt.Sprintf("%d: %.4f %s %.1f ha", z.ID, z.RasterVal, formatDose(z.Dose, rx), z.AreaHa))
+	}
+	fmt.Fprintf(stderr, "cropkit zones: %d pixels, %d zones, %d polygons, %d image(s) [%s]\n",
+		res.Clustered, len(res.Zones), len(res.Polygons), len(products), strings.Join(ids, "; "))
+	return nil
+}
+
+func formatDose(d float64, rx zoning.Prescription) string {
+	return fmt.Sprintf("%.1f %s", d, rx.WithDefaults().Unit())
+}
+
+func sameDay(a, b time.Time) bool {
+	return a.UTC().Format(time.DateOnly) == b.UTC().Format(time.DateOnly)
+}
+
+// readField returns the named field of a GeoJSON file (EPSG:4326), or its
+// only field when name is empty.
+func readField(path, name string) (orb.MultiPolygon, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	feats, err := geo.ReadFeatures(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if name == "" {
+		if len(feats) != 1 {
+			return nil, fmt.Errorf("%s has %d fields: name one with --field", path, len(feats))
+		}
+		return feats[0].Geometry, nil
+	}
+	var names []string
+	for _, f := range feats {
+		if f.Name == name {
+			return f.Geometry, nil
+		}
+		names = append(names, f.Name)
+	}
+	slices.Sort(names)
+	return nil, fmt.Errorf("%s has no field %q (it has %s)", path, name, strings.Join(names, ", "))
+}
+
+// stepClock prints step durations when on.
+type stepClock struct {
+	w    io.Writer
+	on   bool
+	last time.Time
+}
+
+func (c *stepClock) step(name string) {
+	now := time.Now()
+	if c.on {
+		fmt.Fprintf(c.w, "%-12s %6.3f s\n", name, now.Sub(c.last).Seconds())
+	}
+	c.last = now
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cropkit/cropkit/colormap"
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/internal/testenv"
+)
+
+func runIndexArgs(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stderr bytes.Buffer
+	err := runIndex(context.Background(), args, strings.NewReader(""), io.Discard, &stderr)
+	return stderr.String(), err
+}
+
+func readReport(t *testing.T, path string) imagery.Report {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var r imagery.Report
+	require.NoError(t, json.Unmarshal(data, &r))
+	return r
+}
+
+func TestIndexCommandRealScenes(t *testing.T) {
+	place := testenv.DataDir(t, "s2", "flanders-31UES")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	out := t.TempDir()
+	// Given out of order: the clear date, the fully cloudy one, the partly cloudy one.
+	stderr, err := runIndexArgs(t,
+		"--scene", filepath.Join(place, "2019-06-20"),
+		"--scene", filepath.Join(place, "2018-08-14"),
+		"--scene", filepath.Join(place, "2018-08-19"),
+		"--fields", fields, "--index", "ndvi,ndre", "--out", out)
+	require.NoError(t, err)
+
+	// Fully cloudy: no files, one stderr line per field.
+	assert.NoDirExists(t, filepath.Join(out, "UES-03", "2018-08-14"))
+	assert.Equal(t, 16, strings.Count(stderr, "2018-08-14: no clear pixel"), stderr)
+
+	first := readReport(t, filepath.Join(out, "UES-03", "2018-08-19", "ndvi.json"))
+	assert.Nil(t, first.MeanVariation, "first image of the field")
+	assert.Equal(t, 337, first.Stats.Num)
+	assert.InDelta(t, 0.42822487688174804, first.Stats.Mean, 1e-9)
+
+	second := readReport(t, filepath.Join(out, "UES-03", "2019-06-20", "ndvi.json"))
+	assert.Equal(t, "ndvi", second.Index)
+	assert.Equal(t, "2019-06-20", second.Date.Format("2006-01-02"))
+	assert.Equal(t, 352, second.Stats.Num)
+	assert.Equal(t, 352, second.Stats.FieldPixels)
+	assert.InDelta(t, 0.849754, second.Stats.Mean, 5e-7) // README reference table
+	assert.InDelta(t, 0.888130, second.Stats.Median, 5e-7)
+	require.NotNil(t, second.MeanVariation)
+	assert.InDelta(t, 100*(second.Stats.Mean-first.Stats.Mean)/first.Stats.Mean, *second.MeanVariation, 1e-9)
+	// Bounds: south < north, west < east, around 50.745°N 4.06°E.
+	assert.InDelta(t, 50.745, second.Bounds[0][0], 0.01)
+	assert.InDelta(t, 4.06, second.Bounds[0][1], 0.01)
+	assert.Less(t, second.Bounds[0][0], second.Bounds[1][0])
+	assert.Less(t, second.Bounds[0][1], second.Bounds[1][1])
+
+	// The PNG has one pixel per array value; transparent exactly where null.
+	f, err := os.Open(filepath.Join(out, "UES-03", "2019-06-20", "ndvi.png"))
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	require.Equal(t, second.Cols, img.Bounds().Dx())
+	require.Equal(t, second.Rows, img.Bounds().Dy())
+	for row := 0; row < second.Rows; row++ {
+		for col := 0; col < second.Cols; col++ {
+			_, _, _, a := img.At(col, row).RGBA()
+			assert.Equal(t, math.IsNaN(second.Values[row*second.Cols+col]), a == 0, "pixel (%d,%d)", col, row)
+		}
+	}
+	// No temporary file left behind.
+	entries, err := os.ReadDir(filepath.Join(out, "UES-03", "2019-06-20"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"ndvi.json", "ndvi.png", "ndre.json", "ndre.png"}, names)
+}
+
+func TestIndexCommandCLMScene(t *testing.T) {
+	place := testenv.DataDir(t, "s2", "slovenia-eolearn")
+	fields := testenv.DataDir(t, "fields", "slovenia-eolearn.geojson")
+	out := t.TempDir()
+	stderr, err := runIndexArgs(t, "--scene", filepath.Join(place, "2015-07-11"), "--scene", filepath.Join(place, "2015-07-31"),
+		"--fields", fields, "--index", "ndvi", "--out", out, "--timings")
+	require.NoError(t, err)
+	assert.Equal(t, 7, strings.Count(stderr, "2015-07-31: no clear pixel"), stderr)
+	assert.Contains(t, stderr, "total=")
+	r := readReport(t, filepath.Join(out, "SI-01", "2015-07-11", "ndvi.json"))
+	assert.Equal(t, 296, r.Stats.Num)
+	assert.InDelta(t, 0.665177, r.Stats.Mean, 5e-7)
+}
+
+func TestIndexCommandBadInput(t *testing.T) {
+	scene := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	badJSON := filepath.Join(t.TempDir(), "bad.geojson")
+	require.NoError(t, os.WriteFile(badJSON, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[4,50]}}]}`), 0o644))
+	noName := filepath.Join(t.TempDir(), "noname.geojson")
+	require.NoError(t, os.WriteFile(noName, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[4,50],[4.1,50],[4.1,50.1],[4,50]]]}}]}`), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no scene", []string{"--fields", fields, "--index", "ndvi"}, "--scene is required"},
+		{"no fields", []string{"--scene", scene, "--index", "ndvi"}, "--fields is required"},
+		{"no index", []string{"--scene", scene, "--fields", fields}, "--index is required"},
+		{"unknown index", []string{"--scene", scene, "--fields", fields, "--index", "ndvi,foo"}, `unknown index "foo"`},
+		{"missing scene", []string{"--scene", scene + "-nope", "--fields", fields, "--index", "ndvi"}, "open scene"},
+		{"missing fields file", []string{"--scene", scene, "--fields", fields + ".nope", "--index", "ndvi"}, "--fields"},
+		{"not polygons", []string{"--scene", scene, "--fields", badJSON, "--index", "ndvi"}, "invalid GeoJSON"},
+		{"no field name", []string{"--scene", scene, "--fields", noName, "--index", "ndvi"}, "no properties.field_name or properties.name"},
+		{"date with two scenes", []string{"--scene", scene, "--scene", scene, "--date", "2020-01-01", "--fields", fields, "--index", "ndvi"}, "exactly one --scene"},
+		{"bad date", []string{"--scene", scene, "--date", "2020-13-01", "--fields", fields, "--index", "ndvi"}, "YYYY-MM-DD"},
+		{"same date twice", []string{"--scene", scene, "--scene", scene, "--fields", fields, "--index", "ndvi"}, "same date"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := runIndexArgs(t, append(tt.args, "--out", out)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n", "one line")
+			assert.NoDirExists(t, out, "no partial output")
+		})
+	}
+}
+
+func TestReadFieldFileNames(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.geojson")
+	poly := `{"type":"Polygon","coordinates":[[[4,50],[4.1,50],[4.1,50.1],[4,50]]]}`
+	doc := `{"type":"FeatureCollection","features":[
+		{"type":"Feature","properties":{"field_name":"north","name":"ignored"},"geometry":` + poly + `},
+		{"type":"Feature","properties":{"name":"south"},"geometry":` + poly + `}]}`
+	require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
+	fs, err := readFieldFile(path)
+	require.NoError(t, err)
+	require.Len(t, fs, 2)
+	assert.Equal(t, "north", fs[0].name)
+	assert.Equal(t, "south", fs[1].name)
+
+	for _, bad := range []string{`"../x"`, `"a/b"`, `".."`} {
+		doc := `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"field_name":` + bad + `},"geometry":` + poly + `}]}`
+		require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
+		_, err := readFieldFile(path)
+		assert.ErrorContains(t, err, "folder name", bad)
+	}
+	dup := `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"a"},"geometry":` + poly + `},{"type":"Feature","properties":{"name":"a"},"geometry":` + poly + `}]}`
+	require.NoError(t, os.WriteFile(path, []byte(dup), 0o644))
+	_, err = readFieldFile(path)
+	assert.ErrorContains(t, err, "twice")
+}
+
+// BenchmarkFieldPNG renders a 100 ha field (100×100 px) with the ndvi ramp.
+func BenchmarkFieldPNG(b *testing.B) {
+	values := make([]float64, 100*100)
+	for i := range values {
+		values[i] = 0.5 + 0.4*math.Sin(float64(i)/37)
+		if i%13 == 0 {
+			values[i] = math.NaN()
+		}
+	}
+	cm, _ := colormap.ForIndex("ndvi")
+	var enc colormap.Encoder
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := enc.Encode(io.Discard, values, 100, 100, cm, colormap.PNGOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

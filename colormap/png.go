@@ -1,0 +1,308 @@
+package colormap
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zlib"
+)
+
+// Limits on what one render may allocate, so a bad request cannot exhaust
+// memory.
+const (
+	// MaxUpscale is the largest integer upscale factor.
+	MaxUpscale = 64
+	// MaxPixels is the largest number of output pixels (after upscaling).
+	MaxPixels = 1 << 26
+)
+
+// ErrInvalidRaster is wrapped by errors about the values passed for
+// rendering: non-positive size, a length that does not match cols×rows, an
+// upscale outside [1, MaxUpscale] or an output beyond MaxPixels.
+var ErrInvalidRaster = errors.New("invalid raster")
+
+// PNGOptions tunes EncodePNG.
+type PNGOptions struct {
+	// Upscale repeats every value Upscale×Upscale times (nearest neighbour);
+	// 0 means 1.
+	Upscale int
+	// CompressionLevel selects the deflate effort. The zero value
+	// (png.DefaultCompression) means png.BestSpeed: rendering throughput
+	// matters more here than a few bytes. png.BestCompression and
+	// png.NoCompression are honoured. Rows are never filtered (filters cost
+	// more time than they save on paletted field images).
+	CompressionLevel png.CompressionLevel
+}
+
+// Encoder renders PNGs and keeps its deflate writers and pixel buffers
+// between calls, which makes rendering thousands of small field images cheap.
+// The zero value is ready to use; an Encoder is safe for concurrent use and
+// must not be copied after first use.
+type Encoder struct {
+	zw      [3]sync.Pool // of *zlib.Writer, by zlibLevel index
+	scratch sync.Pool    // of *scratch
+}
+
+// NewEncoder returns an Encoder with empty pools.
+func NewEncoder() *Encoder { return &Encoder{} }
+
+// EncodePNG writes values (row-major, cols×rows, NaN = transparent) as a PNG
+// coloured with c. It is Encoder.Encode with fresh buffers; callers rendering
+// many images should keep an Encoder.
+func EncodePNG(w io.Writer, values []float64, cols, rows int, c Colormap, opts PNGOptions) error {
+	var e Encoder
+	return e.Encode(w, values, cols, rows, c, opts)
+}
+
+// Encode writes values (row-major, cols×rows, NaN = transparent: pixels
+// outside the field or masked) as a PNG coloured with c, at one pixel per
+// value times opts.Upscale. The PNG is paletted (8-bit indices) when the
+// distinct colours, transparent included, fit in 256 entries, which is the
+// usual case for a field; otherwise it is 8-bit RGB with a transparent colour
+// key, or RGBA when no key colour is free. Decoders see the same pixels
+// either way. Nothing is written when the input is invalid.
+func (e *Encoder) Encode(w io.Writer, values []float64, cols, rows int, c Colormap, opts PNGOptions) error {
+	upscale := opts.Upscale
+	if upscale == 0 {
+		upscale = 1
+	}
+	s, _ := e.scratch.Get().(*scratch)
+	if s == nil {
+		s = &scratch{}
+	}
+	defer e.scratch.Put(s)
+	if err := s.render(values, cols, rows, c, upscale); err != nil {
+		return err
+	}
+	li, level := zlibLevel(opts.CompressionLevel)
+	zw, _ := e.zw[li].Get().(*zlib.Writer)
+	if err := s.writePNG(w, &zw, level); err != nil {
+		return fmt.Errorf("encode png %dx%d: %w", cols*upscale, rows*upscale, err)
+	}
+	e.zw[li].Put(zw)
+	return nil
+}
+
+// zlibLevel maps a png level to the index of its writer pool and the
+// deflate level.
+func zlibLevel(l png.CompressionLevel) (int, int) {
+	switch l {
+	case png.BestCompression:
+		return 1, zlib.BestCompression
+	case png.NoCompression:
+		return 2, zlib.NoCompression
+	}
+	return 0, zlib.BestSpeed
+}
+
+// Image renders values as Encode does and returns the image (an
+// *image.Paletted or an *image.NRGBA) with freshly allocated pixels.
+func Image(values []float64, cols, rows int, c Colormap, upscale int) (image.Image, error) {
+	if upscale == 0 {
+		upscale = 1
+	}
+	var s scratch
+	if err := s.render(values, cols, rows, c, upscale); err != nil {
+		return nil, err
+	}
+	w, h := cols*upscale, rows*upscale
+	rect := image.Rect(0, 0, w, h)
+	if s.paletted {
+		pal := make(color.Palette, len(s.palette))
+		for i, p := range s.palette {
+			pal[i] = p
+		}
+		pix := upscalePix(s.idx, cols, rows, 1, upscale)
+		return &image.Paletted{Pix: pix, Stride: w, Rect: rect, Palette: pal}, nil
+	}
+	pix := upscalePix(s.rgba, cols, rows, 4, upscale)
+	return &image.NRGBA{Pix: pix, Stride: 4 * w, Rect: rect}, nil
+}
+
+// scratch holds the buffers of one render.
+type scratch struct {
+	cols, rows, upscale int
+	paletted            bool
+	hasNaN              bool
+	idx                 []uint8 // palette index per value, when paletted
+	rgba                []uint8 // 4 bytes per value, when not paletted
+	palette             []color.NRGBA
+	lookup              paletteLookup
+	line                []uint8 // one output scanline, filter byte first
+	idat                idatWriter
+}
+
+// render colours values into s.
+func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale int) error {
+	if err := checkRaster(len(values), cols, rows, upscale); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	s.cols, s.rows, s.upscale = cols, rows, upscale
+	r := newRamp(c)
+	n := cols * rows
+	s.idx = grow(s.idx, n)
+	s.lookup.reset()
+	s.palette = s.palette[:0]
+	s.hasNaN = false
+	// Transparent first, when present, keeps the PNG tRNS chunk one byte long.
+	for _, v := range values {
+		if v != v {
+			s.hasNaN = true
+			s.palette = append(s.palette, color.NRGBA{})
+			s.lookup.transparent = 0
+			break
+		}
+	}
+	// Colour into palette indices while the colours fit; on the 257th colour
+	// switch to RGBA, back-filling the pixels done so far from the palette.
+	s.paletted = true
+	for i, v := range values {
+		col := r.color(v)
+		if s.paletted {
+			k, ok := s.lookup.index(col, len(s.palette))
+			if ok {
+				if int(k) == len(s.palette) {
+					s.palette = append(s.palette, color.NRGBA(col))
+				}
+				s.idx[i] = k
+				continue
+			}
+			s.paletted = false
+			s.rgba = grow(s.rgba, 4*n)
+			for j, k := range s.idx[:i] {
+				p := s.palette[k]
+				s.rgba[4*j], s.rgba[4*j+1], s.rgba[4*j+2], s.rgba[4*j+3] = p.R, p.G, p.B, p.A
+			}
+		}
+		p := s.rgba[4*i : 4*i+4 : 4*i+4]
+		p[0], p[1], p[2], p[3] = col.R, col.G, col.B, col.A
+	}
+	return nil
+}
+
+// checkRaster validates the shape of a render request.
+func checkRaster(n, cols, rows, upscale int) error {
+	if cols <= 0 || rows <= 0 {
+		return fmt.Errorf("%w: size %dx%d", ErrInvalidRaster, cols, rows)
+	}
+	if upscale < 1 || upscale > MaxUpscale {
+		return fmt.Errorf("%w: upscale %d outside [1, %d]", ErrInvalidRaster, upscale, MaxUpscale)
+	}
+	if cols > MaxPixels/rows || cols*rows > MaxPixels/(upscale*upscale) {
+		return fmt.Errorf("%w: %dx%d at upscale %d exceeds %d pixels", ErrInvalidRaster, cols, rows, upscale, MaxPixels)
+	}
+	if n != cols*rows {
+		return fmt.Errorf("%w: %d values for %dx%d", ErrInvalidRaster, n, cols, rows)
+	}
+	return nil
+}
+
+// upscalePix returns a new buffer with each bpp-byte pixel of src
+// (cols×rows) repeated k times across and each row k times down.
+func upscalePix(src []uint8, cols, rows, bpp, k int) []uint8 {
+	rowLen := cols * bpp * k
+	dst := make([]uint8, rowLen*rows*k)
+	for y := range rows {
+		line := dst[y*k*rowLen : (y*k+1)*rowLen]
+		expandRow(line, src[y*cols*bpp:(y+1)*cols*bpp], bpp, bpp, k)
+		for j := 1; j < k; j++ {
+			copy(dst[(y*k+j)*rowLen:(y*k+j+1)*rowLen], line)
+		}
+	}
+	return dst
+}
+
+// expandRow writes each pixel of src (sbpp bytes apart) k times into dst,
+// keeping the first dbpp bytes of each (dbpp ≤ sbpp ≤ 4).
+func expandRow(dst, src []uint8, sbpp, dbpp, k int) {
+	switch {
+	case k == 1 && sbpp == dbpp:
+		copy(dst, src)
+	case sbpp == 1:
+		o := 0
+		for _, p := range src {
+			row := dst[o : o+k : o+k]
+			for j := range row {
+				row[j] = p
+			}
+			o += k
+		}
+	case dbpp == 3:
+		o := 0
+		for x := 0; x+3 < len(src); x += sbpp {
+			r, g, b := src[x], src[x+1], src[x+2]
+			for range k {
+				d := dst[o : o+3 : o+3]
+				d[0], d[1], d[2] = r, g, b
+				o += 3
+			}
+		}
+	default:
+		o := 0
+		for x := 0; x < len(src); x += sbpp {
+			px := src[x : x+dbpp]
+			for range k {
+				o += copy(dst[o:o+dbpp], px)
+			}
+		}
+	}
+}
+
+// grow returns b resliced to n bytes, reallocating only when too small.
+func grow(b []uint8, n int) []uint8 {
+	if cap(b) < n {
+		return make([]uint8, n)
+	}
+	return b[:n]
+}
+
+// paletteLookup maps opaque colours to palette indices with an
+// open-addressing hash table: far cheaper per pixel than a Go map, and it
+// never holds more than 256 entries.
+type paletteLookup struct {
+	keys        [1024]uint32 // 0 = empty; opaque colours always have A = 0xff
+	vals        [1024]uint8
+	transparent int // palette index of transparent, or -1
+}
+
+func (l *paletteLookup) reset() {
+	clear(l.keys[:])
+	l.transparent = -1
+}
+
+// index returns the palette index of c, assigning next when c is new, and
+// false when a new colour does not fit in 256 entries.
+func (l *paletteLookup) index(c color.RGBA, next int) (uint8, bool) {
+	if c.A == 0 {
+		if l.transparent < 0 {
+			if next >= 256 {
+				return 0, false
+			}
+			l.transparent = next
+		}
+		return uint8(l.transparent), true
+	}
+	key := uint32(c.R)<<24 | uint32(c.G)<<16 | uint32(c.B)<<8 | uint32(c.A)
+	h := (key * 0x9E3779B1) >> 22 // top 10 bits
+	for {
+		switch l.keys[h] {
+		case key:
+			return l.vals[h], true
+		case 0:
+			if next >= 256 {
+				return 0, false
+			}
+			l.keys[h], l.vals[h] = key, uint8(next)
+			return uint8(next), true
+		}
+		h = (h + 1) & 1023
+	}
+}

@@ -1,0 +1,215 @@
+package geo
+
+import "fmt"
+
+// Sieve removes small regions from a label raster in place: every
+// 4-connected region of equal labels with fewer than minPixels pixels is
+// merged into its largest 4-adjacent neighbouring region (GDAL's
+// gdal_sieve rule), taking that region's label. Regions are handled smallest
+// first, and a merged region is reconsidered with its new size, so it ends
+// when every region has at least minPixels pixels or has no neighbour at all
+// (it is surrounded by nodata or the raster's edge; such regions are kept).
+// Ties between equally large neighbours go to the region whose first pixel
+// (in row-major order) comes first, so the result is deterministic.
+//
+// Pixels equal to nodata are never changed and never a neighbour. labels is
+// row-major, cols×rows; a mismatch is an error and leaves labels untouched.
+// Time is O(pixels + regions·log regions) when minPixels is small; each
+// merge looks only at the pixels of the small region being merged.
+func Sieve(labels []int32, cols, rows int, minPixels int, nodata int32) error {
+	if cols < 0 || rows < 0 || len(labels) != cols*rows {
+		return fmt.Errorf("sieve: %d labels for a %d×%d raster", len(labels), cols, rows)
+	}
+	if minPixels <= 1 || len(labels) == 0 {
+		return nil
+	}
+	rg := findRegions(labels, cols, rows, nodata)
+	nr := len(rg.size)
+	if nr == 0 {
+		return nil
+	}
+
+	// Pixels grouped by region (CSR), to find a small region's neighbours
+	// by looking around its own pixels only.
+	start := make([]int32, nr+1)
+	for _, id := range rg.id {
+		if id >= 0 {
+			start[id+1]++
+		}
+	}
+	for i := range nr {
+		start[i+1] += start[i]
+	}
+	pix := make([]int32, start[nr])
+	fill := append([]int32(nil), start[:nr]...)
+	for i, id := range rg.id {
+		if id >= 0 {
+			pix[fill[id]] = int32(i)
+			fill[id]++
+		}
+	}
+
+	// Union-find over regions; the root carries the merged size and label.
+	parent := make([]int32, nr)
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	size := rg.size
+	label := rg.label
+	// A root's pixels are its own list followed by those of the regions
+	// merged into it: a chain of CSR segments, next linking them.
+	next := make([]int32, nr)
+	tail := make([]int32, nr)
+	for i := range next {
+		next[i], tail[i] = -1, int32(i)
+	}
+
+	// Small regions are handled smallest first from a bucket queue: sizes
+	// only grow, so buckets are visited once in increasing order.
+	buckets := make([][]int32, min(minPixels, len(labels)+1))
+	for i := range nr {
+		if size[i] < minPixels {
+			buckets[size[i]] = append(buckets[size[i]], int32(i))
+		}
+	}
+	for bs := range buckets {
+		for k := 0; k < len(buckets[bs]); k++ {
+			r := buckets[bs][k]
+			if parent[r] != r || size[r] != bs {
+				continue // merged away or grown since it was queued
+			}
+			best, bestSize := int32(-1), -1
+			consider := func(q int) {
+				id := rg.id[q]
+				if id < 0 {
+					return
+				}
+				n := find(id)
+				if n != r && (size[n] > bestSize || (size[n] == bestSize && n < best)) {
+					best, bestSize = n, size[n]
+				}
+			}
+			for seg := r; seg >= 0; seg = next[seg] {
+				for _, p := range pix[start[seg]:start[seg+1]] {
+					c, row := int(p)%cols, int(p)/cols
+					if c > 0 {
+						consider(int(p) - 1)
+					}
+					if c+1 < cols {
+						consider(int(p) + 1)
+					}
+					if row > 0 {
+						consider(int(p) - cols)
+					}
+					if row+1 < rows {
+						consider(int(p) + cols)
+					}
+				}
+			}
+			if best < 0 {
+				continue // isolated: nothing to merge into
+			}
+			// Merge r into best: best keeps its label.
+			parent[r] = best
+			size[best] += size[r]
+			next[tail[best]] = r
+			tail[best] = tail[r]
+			if size[best] < minPixels {
+				buckets[size[best]] = append(buckets[size[best]], best)
+			}
+		}
+	}
+	for i, id := range rg.id {
+		if id >= 0 {
+			labels[i] = label[find(id)]
+		}
+	}
+	return nil
+}
+
+// regions are the 4-connected regions of equal, non-nodata labels.
+type regions struct {
+	id    []int32 // per pixel, -1 for nodata; numbered in order of first pixel
+	size  []int
+	label []int32
+}
+
+// findRegions labels 4-connected regions with a two-pass union-find, O(pixels).
+func findRegions(labels []int32, cols, rows int, nodata int32) regions {
+	n := cols * rows
+	id := make([]int32, n)
+	parent := make([]int32, 0, 64)
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for r := range rows {
+		for c := range cols {
+			i := r*cols + c
+			v := labels[i]
+			if v == nodata {
+				id[i] = -1
+				continue
+			}
+			up, left := int32(-1), int32(-1)
+			if r > 0 && labels[i-cols] == v {
+				up = id[i-cols]
+			}
+			if c > 0 && labels[i-1] == v {
+				left = id[i-1]
+			}
+			switch {
+			case up < 0 && left < 0:
+				id[i] = int32(len(parent))
+				parent = append(parent, int32(len(parent)))
+			case up < 0:
+				id[i] = left
+			case left < 0:
+				id[i] = up
+			default:
+				a, b := find(up), find(left)
+				if a != b {
+					if a < b {
+						parent[b] = a
+					} else {
+						parent[a] = b
+					}
+				}
+				id[i] = min(a, b)
+			}
+		}
+	}
+	// Renumber roots densely in order of first pixel.
+	dense := make([]int32, len(parent))
+	for i := range dense {
+		dense[i] = -1
+	}
+	var size []int
+	var label []int32
+	for i, p := range id {
+		if p < 0 {
+			continue
+		}
+		root := find(p)
+		d := dense[root]
+		if d < 0 {
+			d = int32(len(size))
+			dense[root] = d
+			size = append(size, 0)
+			label = append(label, labels[i])
+		}
+		id[i] = d
+		size[d]++
+	}
+	return regions{id: id, size: size, label: label}
+}

@@ -1,0 +1,563 @@
+package geo
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/paulmach/orb"
+)
+
+// InvalidGeometryError says why a polygon is not valid. Reason is meant for
+// the user (the server returns it with a 400): it names the polygon and ring
+// and, for crossings, the location.
+type InvalidGeometryError struct {
+	Reason string
+}
+
+func (e *InvalidGeometryError) Error() string { return "invalid geometry: " + e.Reason }
+
+func invalidf(format string, args ...any) error {
+	return &InvalidGeometryError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Limits of the validators.
+const (
+	// MaxVertices bounds the vertices a validator accepts, so a crafted
+	// geometry cannot make validation slow.
+	MaxVertices = 100_000
+	// MaxAreaHa is the largest area ValidateLonLat accepts: no field or
+	// parcel is a million hectares; such an area means swapped or garbage
+	// coordinates.
+	MaxAreaHa = 1_000_000
+	// maxPairChecks bounds the segment pairs the self-intersection sweep
+	// compares (well under a second); real polygons need a few per segment.
+	maxPairChecks = 5_000_000
+)
+
+// ValidatePolygon checks p in the OGC simple-features sense: at least one
+// ring; every ring closed, with at least 4 points (3 distinct) and finite
+// coordinates; no ring crossing or touching itself; rings crossing or
+// overlapping one another nowhere (touching at a point is allowed); every hole
+// inside the shell and outside the other holes; a positive area. Consecutive
+// repeated points are allowed. Errors are *InvalidGeometryError.
+func ValidatePolygon(p orb.Polygon) error {
+	return ValidateMultiPolygon(orb.MultiPolygon{p})
+}
+
+// ValidateMultiPolygon checks every polygon of mp as ValidatePolygon does and
+// that the polygons do not overlap (they may touch at points).
+func ValidateMultiPolygon(mp orb.MultiPolygon) error {
+	if len(mp) == 0 {
+		return invalidf("no polygon")
+	}
+	n := 0
+	for _, p := range mp {
+		for _, r := range p {
+			n += len(r)
+		}
+	}
+	if n > MaxVertices {
+		return invalidf("%d vertices, more than the %d accepted", n, MaxVertices)
+	}
+	name := func(i int) string {
+		if len(mp) == 1 {
+			return "polygon"
+		}
+		return fmt.Sprintf("polygon %d", i)
+	}
+	clean := make([][]orb.Ring, len(mp))
+	for i, p := range mp {
+		if len(p) == 0 {
+			return invalidf("%s has no rings", name(i))
+		}
+		clean[i] = make([]orb.Ring, len(p))
+		for j, r := range p {
+			what := fmt.Sprintf("%s ring %d", name(i), j)
+			if j == 0 {
+				what = fmt.Sprintf("%s exterior ring", name(i))
+			}
+			if len(r) < 4 {
+				return invalidf("%s has %d points, a ring needs at least 4 (3 distinct and the first repeated last)", what, len(r))
+			}
+			for k, pt := range r {
+				if math.IsNaN(pt[0]) || math.IsNaN(pt[1]) || math.IsInf(pt[0], 0) || math.IsInf(pt[1], 0) {
+					return invalidf("%s point %d is not a finite number", what, k)
+				}
+			}
+			if r[0] != r[len(r)-1] {
+				return invalidf("%s is not closed: it starts at %s and ends at %s", what, fmtPoint(r[0]), fmtPoint(r[len(r)-1]))
+			}
+			c := dedupe(r)
+			if len(c) < 4 {
+				return invalidf("%s has fewer than 3 distinct points", what)
+			}
+			clean[i][j] = c
+		}
+	}
+	if err := checkCrossings(clean, name); err != nil {
+		return err
+	}
+	for i, p := range clean {
+		for j, r := range p {
+			if ringArea(r) == 0 {
+				if j == 0 {
+					return invalidf("%s exterior ring has zero area", name(i))
+				}
+				return invalidf("%s ring %d has zero area", name(i), j)
+			}
+		}
+	}
+	// No crossings: each ring lies wholly inside or outside any other, so
+	// one vertex not on the other's boundary decides.
+	for i, p := range clean {
+		shell := p[0]
+		for j, h := range p[1:] {
+			if !ringInside(h, shell) {
+				return invalidf("%s ring %d (a hole) is not inside the exterior ring", name(i), j+1)
+			}
+			for k, o := range p[1:] {
+				if k != j && bboxContains(ringBound(o), ringBound(h)) && ringInside(h, o) {
+					return invalidf("%s ring %d (a hole) lies inside ring %d (another hole)", name(i), j+1, k+1)
+				}
+			}
+		}
+		if polygonArea(orb.Polygon(p)) <= 0 {
+			return invalidf("%s has zero or negative area (its holes cover its exterior)", name(i))
+		}
+	}
+	// Polygons overlap when one's shell lies in the other's interior.
+	for i := range clean {
+		for j := range clean {
+			if i == j || !bboxContains(ringBound(clean[i][0]), ringBound(clean[j][0])) {
+				continue
+			}
+			if ringInside(clean[j][0], clean[i][0]) {
+				inHole := false
+				for _, h := range clean[i][1:] {
+					if ringInside(clean[j][0], h) {
+						inHole = true
+						break
+					}
+				}
+				if !inHole {
+					return invalidf("polygons %d and %d overlap", j, i)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ValidateLonLat is ValidateMultiPolygon for EPSG:4326 input, plus: every
+// longitude within [-180, 180] and latitude within [-90, 90], and an area
+// (on the WGS 84 sphere of equal area) of at most MaxAreaHa.
+func ValidateLonLat(mp orb.MultiPolygon) error {
+	for i, p := range mp {
+		for j, r := range p {
+			for k, pt := range r {
+				if !(pt[0] >= -180 && pt[0] <= 180) || !(pt[1] >= -90 && pt[1] <= 90) {
+					return invalidf("polygon %d ring %d point %d %s is not a longitude, latitude in degrees (EPSG:4326, longitude first)", i, j, k, fmtPoint(pt))
+				}
+			}
+		}
+	}
+	if err := ValidateMultiPolygon(mp); err != nil {
+		return err
+	}
+	if ha := GeodesicArea(mp) / 10_000; ha > MaxAreaHa {
+		return invalidf("area %.0f ha is larger than the %d ha accepted", ha, MaxAreaHa)
+	}
+	return nil
+}
+
+// GeodesicArea is the area in m² of lon/lat multipolygon mp on a sphere of
+// the WGS 84 authalic radius (within about 0.5 % of the ellipsoidal area).
+func GeodesicArea(mp orb.MultiPolygon) float64 {
+	const r = 6371007.1809 // authalic radius of WGS 84
+	ring := func(rg orb.Ring) float64 {
+		// Chamberlain & Duquette (2007), the formula of d3 and turf.
+		s := 0.0
+		for i := 0; i+1 < len(rg); i++ {
+			a, b := rg[i], rg[i+1]
+			s += (b[0] - a[0]) * math.Pi / 180 * (2 + math.Sin(a[1]*math.Pi/180) + math.Sin(b[1]*math.Pi/180))
+		}
+		return math.Abs(s * r * r / 2)
+	}
+	total := 0.0
+	for _, p := range mp {
+		for j, rg := range p {
+			if j == 0 {
+				total += ring(rg)
+			} else {
+				total -= ring(rg)
+			}
+		}
+	}
+	return total
+}
+
+func fmtPoint(p orb.Point) string { return fmt.Sprintf("(%.10g, %.10g)", p[0], p[1]) }
+
+// dedupe drops consecutive repeated points.
+func dedupe(r orb.Ring) orb.Ring {
+	out := make(orb.Ring, 0, len(r))
+	for i, p := range r {
+		if i == 0 || p != r[i-1] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func ringBound(r orb.Ring) orb.Bound { return orb.MultiPoint(r).Bound() }
+
+func bboxContains(outer, inner orb.Bound) bool {
+	return inner.Min[0] >= outer.Min[0] && inner.Max[0] <= outer.Max[0] &&
+		inner.Min[1] >= outer.Min[1] && inner.Max[1] <= outer.Max[1]
+}
+
+// ringInside reports whether ring a lies inside ring b, given that they do
+// not cross: by the first vertex of a (or edge midpoint) not on b.
+func ringInside(a, b orb.Ring) bool {
+	for i, p := range a {
+		if in, on := pointInRing(p, b); !on {
+			return in
+		}
+		if i+1 < len(a) {
+			m := orb.Point{(p[0] + a[i+1][0]) / 2, (p[1] + a[i+1][1]) / 2}
+			if in, on := pointInRing(m, b); !on {
+				return in
+			}
+		}
+	}
+	return true // a runs along b everywhere: the same ring
+}
+
+// pointInRing is the crossing-number test; on reports p exactly on an edge.
+func pointInRing(p orb.Point, r orb.Ring) (in, on bool) {
+	n := len(r)
+	for i, j := 0, n-1; i < n; j, i = i, i+1 {
+		a, b := r[j], r[i]
+		if onSegment(p, a, b) {
+			return false, true
+		}
+		if (a[1] > p[1]) != (b[1] > p[1]) {
+			x := a[0] + (p[1]-a[1])*(b[0]-a[0])/(b[1]-a[1])
+			if p[0] < x {
+				in = !in
+			}
+		}
+	}
+	return in, false
+}
+
+func orient(a, b, c orb.Point) float64 {
+	return (b[0]-a[0])*(c[1]-a[1]) - (b[1]-a[1])*(c[0]-a[0])
+}
+
+func onSegment(p, a, b orb.Point) bool {
+	return orient(a, b, p) == 0 &&
+		p[0] >= min(a[0], b[0]) && p[0] <= max(a[0], b[0]) &&
+		p[1] >= min(a[1], b[1]) && p[1] <= max(a[1], b[1])
+}
+
+type contact int
+
+const (
+	noContact   contact = iota
+	touching            // an end point of one lies on the other
+	crossing            // the interiors cross at one point
+	overlapping         // collinear, sharing a piece of positive length
+)
+
+// classify says how segments ab and cd meet and returns a point where they do.
+func classify(a, b, c, d orb.Point) (contact, orb.Point) {
+	o1, o2 := orient(a, b, c), orient(a, b, d)
+	o3, o4 := orient(c, d, a), orient(c, d, b)
+	if o1 == 0 && o2 == 0 {
+		// Collinear: compare along the dominant axis.
+		k := 0
+		if math.Abs(b[0]-a[0]) < math.Abs(b[1]-a[1]) {
+			k = 1
+		}
+		lo1, hi1 := min(a[k], b[k]), max(a[k], b[k])
+		lo2, hi2 := min(c[k], d[k]), max(c[k], d[k])
+		lo, hi := max(lo1, lo2), min(hi1, hi2)
+		switch {
+		case lo > hi:
+			return noContact, orb.Point{}
+		case lo == hi:
+			for _, p := range [...]orb.Point{a, b} {
+				if p[k] == lo {
+					return touching, p
+				}
+			}
+			return touching, c
+		default:
+			for _, p := range [...]orb.Point{a, b, c, d} {
+				if p[k] == lo {
+					return overlapping, p
+				}
+			}
+		}
+	}
+	if ((o1 > 0 && o2 < 0) || (o1 < 0 && o2 > 0)) && ((o3 > 0 && o4 < 0) || (o3 < 0 && o4 > 0)) {
+		t := o3 / (o3 - o4)
+		return crossing, orb.Point{a[0] + t*(b[0]-a[0]), a[1] + t*(b[1]-a[1])}
+	}
+	switch {
+	case o1 == 0 && onSegment(c, a, b):
+		return touching, c
+	case o2 == 0 && onSegment(d, a, b):
+		return touching, d
+	case o3 == 0 && onSegment(a, c, d):
+		return touching, a
+	case o4 == 0 && onSegment(b, c, d):
+		return touching, b
+	}
+	return noContact, orb.Point{}
+}
+
+type segment struct {
+	a, b       orb.Point
+	poly, ring int
+	idx, n     int // index in its ring and the ring's segment count
+	minX, maxX float64
+}
+
+// checkCrossings sweeps all segments along one axis and compares each with
+// the active ones overlapping it: O(n log n + pairs). The axis is the one
+// along which segments overlap least; the work (active segments visited) is
+// bounded by maxPairChecks, beyond which the geometry is refused.
+func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
+	// Expected overlaps along x: Σ width / total width; likewise along y.
+	var b orb.Bound
+	first := true
+	var sumW, sumH float64
+	for _, p := range polys {
+		for _, r := range p {
+			for k := 0; k+1 < len(r); k++ {
+				sumW += math.Abs(r[k+1][0] - r[k][0])
+				sumH += math.Abs(r[k+1][1] - r[k][1])
+			}
+			if first {
+				b, first = ringBound(r), false
+			} else {
+				b = b.Union(ringBound(r))
+			}
+		}
+	}
+	swap := sumH*(b.Max[0]-b.Min[0]) < sumW*(b.Max[1]-b.Min[1])
+	flip := func(p orb.Point) orb.Point {
+		if swap {
+			return orb.Point{p[1], p[0]}
+		}
+		return p
+	}
+	var segs []segment
+	for i, p := range polys {
+		for j, r := range p {
+			n := len(r) - 1
+			for k := range n {
+				a, b := flip(r[k]), flip(r[k+1])
+				segs = append(segs, segment{a: a, b: b, poly: i, ring: j, idx: k, n: n, minX: min(a[0], b[0]), maxX: max(a[0], b[0])})
+			}
+		}
+	}
+	slices.SortFunc(segs, func(s, t segment) int {
+		switch {
+		case s.minX < t.minX:
+			return -1
+		case s.minX > t.minX:
+			return 1
+		}
+		return 0
+	})
+	ringName := func(s segment) string {
+		if s.ring == 0 {
+			return name(s.poly) + " exterior ring"
+		}
+		return fmt.Sprintf("%s ring %d", name(s.poly), s.ring)
+	}
+	var active []int
+	work := 0
+	for si := range segs {
+		s := &segs[si]
+		active = slices.DeleteFunc(active, func(k int) bool { return segs[k].maxX < s.minX })
+		if work += len(active); work > maxPairChecks {
+			return invalidf("too complex to check for self-intersections (over %d overlapping segment pairs)", maxPairChecks)
+		}
+		sMinY, sMaxY := min(s.a[1], s.b[1]), max(s.a[1], s.b[1])
+		for _, k := range active {
+			t := &segs[k]
+			if max(t.a[1], t.b[1]) < sMinY || min(t.a[1], t.b[1]) > sMaxY {
+				continue
+			}
+			kind, at := classify(s.a, s.b, t.a, t.b)
+			if kind == noContact {
+				continue
+			}
+			at = flip(at)
+			sameRing := s.poly == t.poly && s.ring == t.ring
+			if sameRing {
+				d := s.idx - t.idx
+				adjacent := d == 1 || d == -1 || d == s.n-1 || d == 1-s.n
+				switch {
+				case adjacent && kind == overlapping:
+					return invalidf("%s doubles back on itself at %s", ringName(*s), fmtPoint(at))
+				case adjacent:
+					continue
+				case kind == crossing:
+					return invalidf("%s intersects itself at %s", ringName(*s), fmtPoint(at))
+				default:
+					return invalidf("%s touches itself at %s", ringName(*s), fmtPoint(at))
+				}
+			}
+			switch kind {
+			case crossing:
+				if s.poly != t.poly {
+					return invalidf("%s and %s cross at %s", name(t.poly), name(s.poly), fmtPoint(at))
+				}
+				return invalidf("%s and ring %d cross at %s", ringName(*t), s.ring, fmtPoint(at))
+			case overlapping:
+				if s.poly != t.poly {
+					return invalidf("%s and %s share an edge at %s", name(t.poly), name(s.poly), fmtPoint(at))
+				}
+				return invalidf("%s and ring %d share an edge at %s", ringName(*t), s.ring, fmtPoint(at))
+			}
+		}
+		active = append(active, si)
+	}
+	return nil
+}
+
+// Contains reports whether inner lies inside outer, allowing inner to stray
+// up to tol (CRS units) outside, so a parcel drawn along the field's border
+// (shared edges, rounding) counts as inside. Both must be valid and in the
+// same CRS. It checks that every vertex and edge midpoint of inner is inside
+// outer or within tol of its boundary, and so is every piece of an edge of
+// inner between the points where it meets outer's boundary, and that no
+// vertex of outer (a notch or a hole) lies inside inner farther than tol
+// from its boundary. Cost O(n·m) for n and m vertices.
+func Contains(outer, inner orb.MultiPolygon, tol float64) bool {
+	if len(inner) == 0 || len(outer) == 0 {
+		return false
+	}
+	tol = max(tol, 0)
+	inOrNear := func(p orb.Point, mp orb.MultiPolygon) bool {
+		return multiContains(mp, p) || distToBoundary(p, mp) <= tol
+	}
+	for _, p := range inner {
+		for _, r := range p {
+			for i, pt := range r {
+				if !inOrNear(pt, outer) {
+					return false
+				}
+				if i+1 < len(r) {
+					if !inOrNear(orb.Point{(pt[0] + r[i+1][0]) / 2, (pt[1] + r[i+1][1]) / 2}, outer) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	for _, p := range outer {
+		for _, r := range p {
+			for _, pt := range r {
+				if multiContains(inner, pt) && distToBoundary(pt, inner) > tol {
+					return false
+				}
+			}
+		}
+	}
+	// Between the points where an edge of inner meets outer's boundary, each
+	// piece of the edge is wholly inside or outside: test its midpoint.
+	var ts []float64
+	for _, p := range inner {
+		for _, r := range p {
+			for i := 0; i+1 < len(r); i++ {
+				a, b := r[i], r[i+1]
+				eb := orb.Bound{Min: a, Max: a}.Extend(b)
+				ts = append(ts[:0], 0, 1)
+				for _, q := range outer {
+					for _, or := range q {
+						for j := 0; j+1 < len(or); j++ {
+							c, d := or[j], or[j+1]
+							if max(c[0], d[0]) < eb.Min[0] || min(c[0], d[0]) > eb.Max[0] ||
+								max(c[1], d[1]) < eb.Min[1] || min(c[1], d[1]) > eb.Max[1] {
+								continue
+							}
+							if kind, at := classify(a, b, c, d); kind != noContact {
+								ts = append(ts, paramOn(a, b, at))
+								if kind == overlapping {
+									ts = append(ts, paramOn(a, b, c), paramOn(a, b, d))
+								}
+							}
+						}
+					}
+				}
+				slices.Sort(ts)
+				for k := 0; k+1 < len(ts); k++ {
+					if ts[k+1]-ts[k] < 1e-12 {
+						continue
+					}
+					m := (ts[k] + ts[k+1]) / 2
+					if !inOrNear(orb.Point{a[0] + m*(b[0]-a[0]), a[1] + m*(b[1]-a[1])}, outer) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// paramOn is the position of p along segment ab, clamped to [0, 1].
+func paramOn(a, b, p orb.Point) float64 {
+	dx, dy := b[0]-a[0], b[1]-a[1]
+	l2 := dx*dx + dy*dy
+	if l2 == 0 {
+		return 0
+	}
+	return max(0, min(1, ((p[0]-a[0])*dx+(p[1]-a[1])*dy)/l2))
+}
+
+// multiContains reports whether p is inside mp (even-odd over all rings, boundary excluded).
+func multiContains(mp orb.MultiPolygon, p orb.Point) bool {
+	in := false
+	for _, poly := range mp {
+		for _, r := range poly {
+			i, on := pointInRing(p, r)
+			if on {
+				return false
+			}
+			if i {
+				in = !in
+			}
+		}
+	}
+	return in
+}
+
+func distToBoundary(p orb.Point, mp orb.MultiPolygon) float64 {
+	d := math.Inf(1)
+	for _, poly := range mp {
+		for _, r := range poly {
+			for i := 0; i+1 < len(r); i++ {
+				d = min(d, distToSegment(p, r[i], r[i+1]))
+			}
+		}
+	}
+	return d
+}
+
+func distToSegment(p, a, b orb.Point) float64 {
+	dx, dy := b[0]-a[0], b[1]-a[1]
+	l2 := dx*dx + dy*dy
+	t := 0.0
+	if l2 > 0 {
+		t = max(0, min(1, ((p[0]-a[0])*dx+(p[1]-a[1])*dy)/l2))
+	}
+	return math.Hypot(p[0]-(a[0]+t*dx), p[1]-(a[1]+t*dy))
+}

@@ -1,0 +1,203 @@
+package imagery
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/imagery/geotiff"
+)
+
+// defaultBlock is the cache's block size when the file does not tell its
+// tile size: the COG default.
+const defaultBlock = 512
+
+// readDN returns the samples of window w (inside b's grid) as float64,
+// row-major. Through the scene's cache it reads whole tile-aligned blocks, so
+// fields sharing a tile decode it once; without the cache it reads w directly.
+func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, error) {
+	out := make([]float64, w.Len())
+	if s.cache == nil {
+		r, err := b.file.ReadWindow(ctx, w)
+		if err != nil {
+			return nil, fmt.Errorf("read %s window %s: %w", b.name, w, err)
+		}
+		if err := copyRaster(out, w, r); err != nil {
+			return nil, fmt.Errorf("read %s window %s: %w", b.name, w, err)
+		}
+		return out, nil
+	}
+	bw, bh := blockSize(b.file)
+	full := b.grid.Full()
+	for by := w.Row / bh; by*bh < w.Row+w.Rows; by++ {
+		for bx := w.Col / bw; bx*bw < w.Col+w.Cols; bx++ {
+			blockWin := geo.Window{Col: bx * bw, Row: by * bh, Cols: bw, Rows: bh}.Intersect(full)
+			r, err := s.cache.get(ctx, blockKey{b, bx, by}, func() (*geotiff.Raster, error) {
+				return b.file.ReadWindow(ctx, blockWin)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
+			}
+			if err := copyRaster(out, w, r); err != nil {
+				return nil, fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// blockSize is the file's tile (or strip) size: caching whole tiles means a
+// field reads exactly the tiles under it.
+func blockSize(f *geotiff.File) (int, int) {
+	if im := f.Image(); im != nil {
+		if w, h := im.BlockSize(); w > 0 && h > 0 {
+			return w, h
+		}
+	}
+	return defaultBlock, defaultBlock
+}
+
+// copyRaster copies the part of r that lies in window dstWin into dst
+// (row-major over dstWin).
+func copyRaster(dst []float64, dstWin geo.Window, r *geotiff.Raster) error {
+	if r == nil {
+		return fmt.Errorf("nil raster")
+	}
+	in := dstWin.Intersect(r.Window)
+	if in.Empty() {
+		return nil
+	}
+	n := r.Window.Len()
+	var have int
+	switch r.Type {
+	case geotiff.Uint8:
+		have = len(r.U8)
+	case geotiff.Uint16:
+		have = len(r.U16)
+	case geotiff.Int16:
+		have = len(r.I16)
+	case geotiff.Float32:
+		have = len(r.F32)
+	case geotiff.Uint32:
+		have = len(r.U32)
+	case geotiff.Int32:
+		have = len(r.I32)
+	case geotiff.Float64:
+		have = len(r.F64)
+	default:
+		return fmt.Errorf("unsupported sample type %v", r.Type)
+	}
+	if have < n {
+		return fmt.Errorf("raster holds %d samples for window %s", have, r.Window)
+	}
+	for row := in.Row; row < in.Row+in.Rows; row++ {
+		d := dst[(row-dstWin.Row)*dstWin.Cols+(in.Col-dstWin.Col):][:in.Cols]
+		off := (row-r.Window.Row)*r.Window.Cols + (in.Col - r.Window.Col)
+		switch r.Type {
+		case geotiff.Uint8:
+			for i, v := range r.U8[off : off+in.Cols] {
+				d[i] = float64(v)
+			}
+		case geotiff.Uint16:
+			for i, v := range r.U16[off : off+in.Cols] {
+				d[i] = float64(v)
+			}
+		case geotiff.Int16:
+			for i, v := range r.I16[off : off+in.Cols] {
+				d[i] = float64(v)
+			}
+		case geotiff.Float32:
+			for i, v := range r.F32[off : off+in.Cols] {
+				d[i] = float64(v)
+			}
+		default:
+			for i := range d {
+				d[i] = r.At(off + i)
+			}
+		}
+	}
+	return nil
+}
+
+// rasterBytes is the memory a decoded raster holds.
+func rasterBytes(r *geotiff.Raster) int64 {
+	if r == nil {
+		return 0
+	}
+	return int64(r.Len() * r.Type.Size())
+}
+
+type blockKey struct {
+	b      *band
+	bx, by int
+}
+
+// tileCache keeps recently decoded blocks up to a byte budget (least recently
+// used first out). Concurrent requests for the same block decode it once.
+type tileCache struct {
+	mu      sync.Mutex
+	budget  int64
+	used    int64
+	entries map[blockKey]*cacheEntry
+	lru     *list.List // of *cacheEntry, front = most recent
+}
+
+type cacheEntry struct {
+	key   blockKey
+	ready chan struct{}
+	r     *geotiff.Raster
+	err   error
+	elem  *list.Element
+	size  int64
+}
+
+func newTileCache(budget int64) *tileCache {
+	return &tileCache{budget: budget, entries: make(map[blockKey]*cacheEntry), lru: list.New()}
+}
+
+func (c *tileCache) get(ctx context.Context, k blockKey, load func() (*geotiff.Raster, error)) (*geotiff.Raster, error) {
+	c.mu.Lock()
+	if e, ok := c.entries[k]; ok {
+		if e.elem != nil {
+			c.lru.MoveToFront(e.elem)
+		}
+		c.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if e.err != nil {
+			return nil, e.err
+		}
+		return e.r, nil
+	}
+	e := &cacheEntry{key: k, ready: make(chan struct{})}
+	c.entries[k] = e
+	c.mu.Unlock()
+
+	e.r, e.err = load()
+	close(e.ready)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.err != nil {
+		// Do not keep failures (a cancelled context, a network error): the next caller retries.
+		if c.entries[k] == e {
+			delete(c.entries, k)
+		}
+		return nil, e.err
+	}
+	e.size = rasterBytes(e.r)
+	e.elem = c.lru.PushFront(e)
+	c.used += e.size
+	for c.used > c.budget && c.lru.Len() > 1 {
+		old := c.lru.Back().Value.(*cacheEntry)
+		c.lru.Remove(old.elem)
+		delete(c.entries, old.key)
+		c.used -= old.size
+	}
+	return e.r, nil
+}

@@ -1,0 +1,19 @@
+package imagery
+
+import "errors"
+
+// Errors callers branch on (match with errors.Is).
+var (
+	// ErrNoOverlap: the field holds no pixel of the scene.
+	ErrNoOverlap = errors.New("field does not overlap the scene")
+	// ErrNoClearPixels: every field pixel is masked (clouds, shadow, no data),
+	// so the field has no product for that date.
+	ErrNoClearPixels = errors.New("no clear pixel in the field")
+	// ErrUnknownIndex: the index name is not in the catalogue.
+	ErrUnknownIndex = errors.New("unknown index")
+	// ErrMissingBand: the scene lacks a band an index needs.
+	ErrMissingBand = errors.New("band missing from scene")
+	// ErrNoDate: no acquisition date in the scene's metadata, its folder
+	// name or SceneOptions.Date.
+	ErrNoDate = errors.New("scene has no acquisition date")
+)

@@ -1,0 +1,276 @@
+package imagery
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/geo/crs"
+)
+
+// FieldRaster is the part of a scene under one field, on the scene's grid.
+// All slices are row-major over Grid, rows north to south.
+type FieldRaster struct {
+	// Grid is the field window's grid, in the scene CRS: the smallest block
+	// of scene pixels holding every pixel of the field.
+	Grid geo.Grid
+	// Window is where Grid lies in the scene's grid.
+	Window geo.Window
+	// InField marks the pixels whose centre lies inside the field (or, for a
+	// parcel too thin to hold any centre, every pixel it touches).
+	InField []bool
+	// FieldPixels counts the true values of InField.
+	FieldPixels int
+	// Clear marks pixels the scene mask does not flag (all true without a mask).
+	Clear []bool
+	// Bands holds each requested band's reflectance, NaN where the band has
+	// no data (DN 0 or the file's nodata value) or lies outside the band's extent.
+	Bands map[string][]float64
+}
+
+// ProjectField reprojects a field given in EPSG:4326 to the scene's CRS.
+func (s *Scene) ProjectField(field orb.MultiPolygon) (orb.MultiPolygon, error) {
+	t, err := crs.New(4326, s.grid.EPSG)
+	if err != nil {
+		return nil, fmt.Errorf("project field to EPSG:%d: %w", s.grid.EPSG, err)
+	}
+	mp, err := geo.Transform(field, t)
+	if err != nil {
+		return nil, fmt.Errorf("project field to EPSG:%d: %w", s.grid.EPSG, err)
+	}
+	return mp, nil
+}
+
+// ReadField reads the given bands (reflectance) and the mask under field, a
+// (multi)polygon in EPSG:4326. It reads only the tiles under the field's
+// window. It returns an error matching ErrNoOverlap when no pixel of the
+// scene lies in the field, and ErrMissingBand when the scene lacks a band.
+func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []string) (*FieldRaster, error) {
+	projected, err := s.ProjectField(field)
+	if err != nil {
+		return nil, err
+	}
+	return s.readProjected(ctx, projected, bands)
+}
+
+// readProjected is ReadField for a field already in the scene CRS.
+func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string) (*FieldRaster, error) {
+	for _, name := range bands {
+		if _, ok := s.bands[name]; !ok {
+			return nil, fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
+		}
+	}
+	b := field.Bound()
+	if len(field) == 0 || math.IsNaN(b.Min[0]) || math.IsInf(b.Min[0], 0) || math.IsInf(b.Max[0], 0) {
+		return nil, fmt.Errorf("%w: empty or invalid field geometry", ErrNoOverlap)
+	}
+	win := s.grid.WindowFor(b)
+	if win.Empty() {
+		return nil, ErrNoOverlap
+	}
+	sub := s.grid.Sub(win)
+	inField := geo.Rasterize(field, sub)
+	if len(inField) != win.Len() {
+		return nil, fmt.Errorf("rasterize field: got %d pixels for a %s window", len(inField), win)
+	}
+	n := 0
+	for _, in := range inField {
+		if in {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, ErrNoOverlap
+	}
+	// Trim to the field's pixels: bounds a hair past a pixel edge (reprojection
+	// round-off on pixel-aligned parcels) would otherwise add empty rows.
+	if tw := trimmed(inField, win); tw != win {
+		inField = crop(inField, win, tw)
+		win, sub = tw, s.grid.Sub(tw)
+	}
+	fr := &FieldRaster{Grid: sub, Window: win, InField: inField, FieldPixels: n, Bands: make(map[string][]float64, len(bands))}
+	for _, name := range bands {
+		if _, done := fr.Bands[name]; done {
+			continue
+		}
+		v, err := s.readReflectance(ctx, s.bands[name], sub)
+		if err != nil {
+			return nil, err
+		}
+		fr.Bands[name] = v
+	}
+	clear, err := s.readMask(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	fr.Clear = clear
+	return fr, nil
+}
+
+// trimmed is the smallest window inside win holding every true pixel of mask.
+func trimmed(mask []bool, win geo.Window) geo.Window {
+	c0, r0, c1, r1 := win.Cols, win.Rows, -1, -1
+	for r := 0; r < win.Rows; r++ {
+		for c, in := range mask[r*win.Cols : (r+1)*win.Cols] {
+			if in {
+				c0, c1 = min(c0, c), max(c1, c)
+				r0, r1 = min(r0, r), max(r1, r)
+			}
+		}
+	}
+	if c1 < 0 {
+		return win
+	}
+	return geo.Window{Col: win.Col + c0, Row: win.Row + r0, Cols: c1 - c0 + 1, Rows: r1 - r0 + 1}
+}
+
+// crop copies the part of mask (over win) that lies in sub, a window inside win.
+func crop(mask []bool, win, sub geo.Window) []bool {
+	out := make([]bool, 0, sub.Len())
+	for r := sub.Row; r < sub.Row+sub.Rows; r++ {
+		start := (r-win.Row)*win.Cols + (sub.Col - win.Col)
+		out = append(out, mask[start:start+sub.Cols]...)
+	}
+	return out
+}
+
+// resampling maps each pixel of a target grid to the pixel of a band's grid
+// holding its centre (nearest neighbour; exact for nested S2 grids).
+type resampling struct {
+	src          geo.Window // the band pixels needed, clipped to the band
+	cols, rows   []int      // per target col/row: index within src, −1 outside the band
+	tcols, trows int
+}
+
+func newResampling(target, band geo.Grid) resampling {
+	r := resampling{tcols: target.Cols, trows: target.Rows, cols: make([]int, target.Cols), rows: make([]int, target.Rows)}
+	minC, maxC, minR, maxR := math.MaxInt, -1, math.MaxInt, -1
+	for c := range r.cols {
+		x := target.X0 + (float64(c)+0.5)*target.DX
+		bc := int(math.Floor((x - band.X0) / band.DX))
+		if bc < 0 || bc >= band.Cols {
+			bc = -1
+		} else {
+			minC, maxC = min(minC, bc), max(maxC, bc)
+		}
+		r.cols[c] = bc
+	}
+	for row := range r.rows {
+		y := target.Y0 - (float64(row)+0.5)*target.DY
+		br := int(math.Floor((band.Y0 - y) / band.DY))
+		if br < 0 || br >= band.Rows {
+			br = -1
+		} else {
+			minR, maxR = min(minR, br), max(maxR, br)
+		}
+		r.rows[row] = br
+	}
+	if maxC < 0 || maxR < 0 {
+		return r // src stays empty
+	}
+	r.src = geo.Window{Col: minC, Row: minR, Cols: maxC - minC + 1, Rows: maxR - minR + 1}
+	for i, c := range r.cols {
+		if c >= 0 {
+			r.cols[i] = c - minC
+		}
+	}
+	for i, row := range r.rows {
+		if row >= 0 {
+			r.rows[i] = row - minR
+		}
+	}
+	return r
+}
+
+// readReflectance returns b's reflectance on target, NaN where b has no data.
+func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) ([]float64, error) {
+	if err := s.open(ctx, b); err != nil {
+		return nil, err
+	}
+	if b.grid.EPSG != target.EPSG {
+		return nil, fmt.Errorf("band %s: EPSG:%d differs from the scene's EPSG:%d", b.name, b.grid.EPSG, target.EPSG)
+	}
+	rs := newResampling(target, b.grid)
+	out := make([]float64, target.Cols*target.Rows)
+	if rs.src.Empty() {
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out, nil
+	}
+	dn, err := s.readDN(ctx, b, rs.src)
+	if err != nil {
+		return nil, err
+	}
+	// Reflectance per possible DN would need a table per band; the two
+	// operations per pixel are cheaper than the lookup for wide types.
+	nan := math.NaN()
+	for row, sr := range rs.rows {
+		line := out[row*rs.tcols : (row+1)*rs.tcols]
+		if sr < 0 {
+			for i := range line {
+				line[i] = nan
+			}
+			continue
+		}
+		srcLine := dn[sr*rs.src.Cols : (sr+1)*rs.src.Cols]
+		for c, sc := range rs.cols {
+			if sc < 0 {
+				line[c] = nan
+				continue
+			}
+			v := srcLine[sc]
+			if v == 0 || (b.hasND && v == b.nodata) || math.IsNaN(v) {
+				line[c] = nan
+				continue
+			}
+			line[c] = (v + b.add) * b.scale
+		}
+	}
+	return out, nil
+}
+
+// readMask returns, on target, whether each pixel is clear of the scene mask.
+func (s *Scene) readMask(ctx context.Context, target geo.Grid) ([]bool, error) {
+	clear := make([]bool, target.Cols*target.Rows)
+	if s.mask == nil {
+		for i := range clear {
+			clear[i] = true
+		}
+		return clear, nil
+	}
+	m := s.mask
+	if err := s.open(ctx, m); err != nil {
+		return nil, err
+	}
+	rs := newResampling(target, m.grid)
+	if rs.src.Empty() {
+		return clear, nil // outside the mask's extent: treat as no data
+	}
+	dn, err := s.readDN(ctx, m, rs.src)
+	if err != nil {
+		return nil, err
+	}
+	for row, sr := range rs.rows {
+		if sr < 0 {
+			continue
+		}
+		line := clear[row*rs.tcols : (row+1)*rs.tcols]
+		srcLine := dn[sr*rs.src.Cols : (sr+1)*rs.src.Cols]
+		for c, sc := range rs.cols {
+			if sc < 0 {
+				continue
+			}
+			v := srcLine[sc]
+			if s.maskSCL {
+				line[c] = v >= 0 && v < 256 && !s.maskedAs[int(v)]
+			} else {
+				line[c] = v != 1
+			}
+		}
+	}
+	return clear, nil
+}

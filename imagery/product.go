@@ -1,0 +1,144 @@
+package imagery
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/geo"
+)
+
+// Product is one index over one field on one date.
+type Product struct {
+	Index string
+	Date  time.Time
+	// Grid is the field window's grid in the scene CRS; Values has Grid.Cols·Grid.Rows entries.
+	Grid geo.Grid
+	// Values holds the index per pixel, row-major, rows north to south; NaN
+	// outside the field, where masked and where the index is not finite.
+	Values []float64
+	Stats  Stats
+}
+
+// FieldProducts computes the named indices over field (EPSG:4326) from one
+// read of the bands they need. It returns one product per index that has at
+// least one clear pixel, in the order asked; when no index has any, it
+// returns an error matching ErrNoClearPixels (and ErrNoOverlap when the field
+// is outside the scene). Unknown names match ErrUnknownIndex; a nil cat means
+// NewCatalogue().
+func (s *Scene) FieldProducts(ctx context.Context, field orb.MultiPolygon, indices []string, cat *Catalogue) ([]Product, error) {
+	projected, err := s.ProjectField(field)
+	if err != nil {
+		return nil, err
+	}
+	return s.ProjectedFieldProducts(ctx, projected, indices, cat)
+}
+
+// ProjectedFieldProducts is FieldProducts for a field already projected to the
+// scene's CRS (see ProjectField), for callers reusing one projection across dates.
+func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolygon, indices []string, cat *Catalogue) ([]Product, error) {
+	if cat == nil {
+		cat = NewCatalogue()
+	}
+	idx, bands, err := resolve(cat, indices)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := s.readProjected(ctx, field, bands)
+	if err != nil {
+		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
+	}
+	out := make([]Product, 0, len(idx))
+	for _, ix := range idx {
+		p, err := fr.Product(ix)
+		if err != nil {
+			return nil, err
+		}
+		if p.Stats.Num == 0 {
+			continue
+		}
+		p.Date = s.date
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("field in scene %s: %w (%d field pixels)", s.id, ErrNoClearPixels, fr.FieldPixels)
+	}
+	return out, nil
+}
+
+// resolve looks up the indices and lists the bands they use, each once.
+func resolve(cat *Catalogue, names []string) ([]Index, []string, error) {
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("%w: no index given", ErrUnknownIndex)
+	}
+	var idx []Index
+	var bands []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		ix, ok := cat.Lookup(n)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownIndex, n, cat.Names())
+		}
+		idx = append(idx, ix)
+		for _, b := range ix.Bands {
+			if !seen[b] {
+				seen[b] = true
+				bands = append(bands, b)
+			}
+		}
+	}
+	return idx, bands, nil
+}
+
+// Product computes ix over the field raster, which must hold ix.Bands. Its
+// Date is left zero. Stats.Num is 0 when no pixel is usable.
+func (fr *FieldRaster) Product(ix Index) (Product, error) {
+	n := fr.Grid.Cols * fr.Grid.Rows
+	in := make([][]float64, len(ix.Bands))
+	for k, name := range ix.Bands {
+		v, ok := fr.Bands[name]
+		if !ok {
+			return Product{}, fmt.Errorf("index %s: %w: %s not read", ix.Name, ErrMissingBand, name)
+		}
+		if len(v) != n {
+			return Product{}, fmt.Errorf("index %s: band %s has %d pixels, want %d", ix.Name, name, len(v), n)
+		}
+		in[k] = v
+	}
+	values := make([]float64, n)
+	ix.Compute(in, values)
+	masked := 0
+	clear := make([]float64, 0, fr.FieldPixels)
+	for i, v := range values {
+		if !fr.InField[i] {
+			values[i] = math.NaN()
+			continue
+		}
+		usable := fr.Clear[i]
+		for _, b := range in {
+			if math.IsNaN(b[i]) {
+				usable = false
+				break
+			}
+		}
+		if !usable {
+			masked++
+			values[i] = math.NaN()
+			continue
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			values[i] = math.NaN()
+			continue
+		}
+		clear = append(clear, v)
+	}
+	st := statsOf(clear)
+	st.FieldPixels = fr.FieldPixels
+	if fr.FieldPixels > 0 {
+		st.CloudCover = 100 * float64(masked) / float64(fr.FieldPixels)
+	}
+	return Product{Index: ix.Name, Grid: fr.Grid, Values: values, Stats: st}, nil
+}

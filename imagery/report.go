@@ -1,0 +1,263 @@
+package imagery
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/geo/crs"
+)
+
+// Report is the §2.5 JSON document of one product: where to place its PNG,
+// the index per PNG pixel and the statistics. Its JSON form has a key named
+// after the index (e.g. "ndvi") holding a 2-D array, rows north to south,
+// null where the pixel is outside the field or not usable:
+//
+//	{"bounds":[[south,west],[north,east]],"ndvi":[[null,0.81,…],…],
+//	 "mean":…,"median":…,"std":…,"min":…,"max":…,"p25":…,"p75":…,"num":…,
+//	 "mean_variation":null,"date":"2019-06-20","field_pixels":…,"cloud_cover":…}
+//
+// date, field_pixels and cloud_cover go beyond the spec; statistics that are
+// not finite (no usable pixel) are written as null. Statistics keep full
+// float64 precision; pixel values are written with float32 precision (about
+// 7 significant digits, more than 16-bit input bands carry).
+type Report struct {
+	Index string
+	// Bounds is [[south, west], [north, east]] in degrees (EPSG:4326): the
+	// lat/lon box of the PNG's corners, for a Leaflet image overlay.
+	Bounds [2][2]float64
+	// Cols and Rows are the PNG's size; Values has Cols·Rows entries, NaN for null.
+	Cols, Rows int
+	Values     []float64
+	Stats      Stats
+	// MeanVariation is the percent change of Stats.Mean versus the previous
+	// image of the same field and index; nil for the first image.
+	MeanVariation *float64
+	Date          time.Time
+}
+
+// NewReport builds the report of p. prevMean is the mean of the previous
+// image of the same field and index, nil when p is the first.
+func NewReport(p Product, prevMean *float64) (Report, error) {
+	b, err := LatLonBounds(p.Grid)
+	if err != nil {
+		return Report{}, fmt.Errorf("report %s: %w", p.Index, err)
+	}
+	r := Report{Index: p.Index, Bounds: b, Cols: p.Grid.Cols, Rows: p.Grid.Rows, Values: p.Values, Stats: p.Stats, Date: p.Date}
+	if prevMean != nil {
+		if mv := MeanVariation(p.Stats.Mean, *prevMean); !math.IsNaN(mv) && !math.IsInf(mv, 0) {
+			r.MeanVariation = &mv
+		}
+	}
+	return r, nil
+}
+
+// LatLonBounds is the [[south, west], [north, east]] box, in degrees, of the
+// four corners of g.
+func LatLonBounds(g geo.Grid) ([2][2]float64, error) {
+	t, err := crs.New(g.EPSG, 4326)
+	if err != nil {
+		return [2][2]float64{}, fmt.Errorf("bounds from EPSG:%d: %w", g.EPSG, err)
+	}
+	b := g.Bound()
+	south, west, north, east := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for _, c := range [4][2]float64{{b.Min[0], b.Min[1]}, {b.Min[0], b.Max[1]}, {b.Max[0], b.Min[1]}, {b.Max[0], b.Max[1]}} {
+		lon, lat := t.Transform(c[0], c[1])
+		south, north = min(south, lat), max(north, lat)
+		west, east = min(west, lon), max(east, lon)
+	}
+	return [2][2]float64{{south, west}, {north, east}}, nil
+}
+
+// MarshalJSON writes the §2.5 document with the index's name as key.
+func (r Report) MarshalJSON() ([]byte, error) {
+	if r.Index == "" {
+		return nil, fmt.Errorf("report: empty index name")
+	}
+	if len(r.Values) != r.Cols*r.Rows {
+		return nil, fmt.Errorf("report %s: %d values for %dx%d", r.Index, len(r.Values), r.Cols, r.Rows)
+	}
+	b := make([]byte, 0, 256+len(r.Values)*12)
+	b = append(b, `{"bounds":[[`...)
+	b = appendNumber(b, r.Bounds[0][0])
+	b = append(b, ',')
+	b = appendNumber(b, r.Bounds[0][1])
+	b = append(b, `],[`...)
+	b = appendNumber(b, r.Bounds[1][0])
+	b = append(b, ',')
+	b = appendNumber(b, r.Bounds[1][1])
+	b = append(b, `]],`...)
+	b = strconv.AppendQuote(b, r.Index)
+	b = append(b, ":["...)
+	for row := 0; row < r.Rows; row++ {
+		if row > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		for c, v := range r.Values[row*r.Cols : (row+1)*r.Cols] {
+			if c > 0 {
+				b = append(b, ',')
+			}
+			b = appendPixel(b, v)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	for _, kv := range []struct {
+		k string
+		v float64
+	}{{"mean", r.Stats.Mean}, {"median", r.Stats.Median}, {"std", r.Stats.Std}, {"min", r.Stats.Min}, {"max", r.Stats.Max}, {"p25", r.Stats.P25}, {"p75", r.Stats.P75}} {
+		b = append(b, ',', '"')
+		b = append(b, kv.k...)
+		b = append(b, '"', ':')
+		b = appendNumber(b, kv.v)
+	}
+	b = append(b, `,"num":`...)
+	b = strconv.AppendInt(b, int64(r.Stats.Num), 10)
+	b = append(b, `,"mean_variation":`...)
+	if r.MeanVariation == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendNumber(b, *r.MeanVariation)
+	}
+	b = append(b, `,"date":`...)
+	if r.Date.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendQuote(b, r.Date.UTC().Format("2006-01-02"))
+	}
+	b = append(b, `,"field_pixels":`...)
+	b = strconv.AppendInt(b, int64(r.Stats.FieldPixels), 10)
+	b = append(b, `,"cloud_cover":`...)
+	b = appendNumber(b, r.Stats.CloudCover)
+	b = append(b, '}')
+	return b, nil
+}
+
+// appendNumber writes v as encoding/json does, and null when v is not finite.
+func appendNumber(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	abs := math.Abs(v)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(b, v, format, -1, 64)
+}
+
+// appendPixel writes a pixel value with float32 precision (the shortest
+// decimal that rounds to the same float32, about 7 significant digits): the
+// inputs are 16-bit DNs, so more digits carry no information, and the arrays
+// are most of the document.
+func appendPixel(b []byte, v float64) []byte {
+	f := float32(v)
+	if math.IsNaN(v) || math.IsInf(float64(f), 0) {
+		return append(b, "null"...)
+	}
+	abs := math.Abs(float64(f))
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(b, float64(f), format, -1, 32)
+}
+
+// UnmarshalJSON reads a §2.5 document; the index is the one key that is not
+// a known field. Nulls become NaN (or a nil MeanVariation).
+func (r *Report) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	known := map[string]*float64{
+		"mean": &r.Stats.Mean, "median": &r.Stats.Median, "std": &r.Stats.Std,
+		"min": &r.Stats.Min, "max": &r.Stats.Max, "p25": &r.Stats.P25, "p75": &r.Stats.P75,
+		"cloud_cover": &r.Stats.CloudCover,
+	}
+	*r = Report{}
+	for k, raw := range m {
+		switch k {
+		case "bounds":
+			if err := json.Unmarshal(raw, &r.Bounds); err != nil {
+				return fmt.Errorf("report bounds: %w", err)
+			}
+		case "num":
+			if err := json.Unmarshal(raw, &r.Stats.Num); err != nil {
+				return fmt.Errorf("report num: %w", err)
+			}
+		case "field_pixels":
+			if err := json.Unmarshal(raw, &r.Stats.FieldPixels); err != nil {
+				return fmt.Errorf("report field_pixels: %w", err)
+			}
+		case "mean_variation":
+			var v *float64
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return fmt.Errorf("report mean_variation: %w", err)
+			}
+			r.MeanVariation = v
+		case "date":
+			var s *string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return fmt.Errorf("report date: %w", err)
+			}
+			if s != nil {
+				t, err := time.Parse("2006-01-02", *s)
+				if err != nil {
+					return fmt.Errorf("report date: %w", err)
+				}
+				r.Date = t
+			}
+		default:
+			if dst, ok := known[k]; ok {
+				*dst = nullableFloat(raw)
+				if string(raw) != "null" {
+					if err := json.Unmarshal(raw, dst); err != nil {
+						return fmt.Errorf("report %s: %w", k, err)
+					}
+				}
+				continue
+			}
+			if r.Index != "" {
+				return fmt.Errorf("report: two index keys %q and %q", r.Index, k)
+			}
+			var rows [][]*float64
+			if err := json.Unmarshal(raw, &rows); err != nil {
+				return fmt.Errorf("report %s: %w", k, err)
+			}
+			r.Index = k
+			r.Rows = len(rows)
+			if r.Rows > 0 {
+				r.Cols = len(rows[0])
+			}
+			r.Values = make([]float64, 0, r.Rows*r.Cols)
+			for i, row := range rows {
+				if len(row) != r.Cols {
+					return fmt.Errorf("report %s: row %d has %d values, want %d", k, i, len(row), r.Cols)
+				}
+				for _, v := range row {
+					if v == nil {
+						r.Values = append(r.Values, math.NaN())
+					} else {
+						r.Values = append(r.Values, *v)
+					}
+				}
+			}
+		}
+	}
+	if r.Index == "" {
+		return fmt.Errorf("report: no index key")
+	}
+	return nil
+}
+
+func nullableFloat(raw json.RawMessage) float64 {
+	if string(raw) == "null" {
+		return math.NaN()
+	}
+	return 0
+}

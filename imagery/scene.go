@@ -1,0 +1,419 @@
+package imagery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/imagery/geotiff"
+)
+
+// DefaultMaskClasses are the Sen2Cor scene classes masked by default:
+// 0 no data, 1 saturated or defective, 3 cloud shadow, 8 cloud medium
+// probability, 9 cloud high probability, 10 thin cirrus, 11 snow or ice.
+func DefaultMaskClasses() []int { return []int{0, 1, 3, 8, 9, 10, 11} }
+
+// DefaultCacheBytes bounds a scene's cache of decoded tiles when
+// SceneOptions.CacheBytes is 0.
+const DefaultCacheBytes = 128 << 20
+
+// SceneOptions tune OpenScene. The zero value is ready to use.
+type SceneOptions struct {
+	// MaskClasses are the SCL classes masked; nil means DefaultMaskClasses.
+	// A scene without SCL is masked where its CLM band is 1.
+	MaskClasses []int
+	// Date dates the scene when neither its metadata nor its folder name does.
+	Date time.Time
+	// HTTPClient fetches STAC items and assets over http(s); nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Open opens a band file or asset, a path or an http(s) URL; nil means
+	// os.Open for paths and HTTP Range requests (through HTTPClient) for URLs.
+	// When the returned reader is an io.Closer, Scene.Close closes it.
+	Open func(ctx context.Context, name string) (io.ReaderAt, error)
+	// CacheBytes bounds the decoded tiles kept for reuse across fields of the
+	// same scene: 0 means DefaultCacheBytes, negative disables the cache.
+	CacheBytes int64
+}
+
+// Scene is one Sentinel-2 acquisition: its bands, mask and date. A Scene is
+// safe for concurrent use by multiple goroutines.
+type Scene struct {
+	id       string
+	date     time.Time
+	grid     geo.Grid
+	bands    map[string]*band // reflectance bands by name (B02, B8A, …)
+	mask     *band            // SCL or CLM, nil when the scene has neither
+	maskSCL  bool             // mask is SCL (else CLM)
+	maskedAs [256]bool        // mask value → masked
+	cache    *tileCache
+	client   *http.Client
+	openFn   func(ctx context.Context, name string) (io.ReaderAt, error)
+}
+
+// band is one raster of a scene, opened on first use.
+type band struct {
+	name string
+	src  string // path or URL
+	// scale and add give reflectance = (DN + add) · scale.
+	scale, add float64
+	// explicitScale: scale/add came from the source (STAC raster:bands), not from the file's metadata.
+	explicitScale bool
+	// baseline rule inputs from a STAC item (empty for folders: the file's metadata decides).
+	baseline   string
+	harmonized bool
+
+	once   sync.Once
+	err    error
+	file   *geotiff.File
+	closer io.Closer
+	grid   geo.Grid
+	nodata float64
+	hasND  bool
+}
+
+// OpenScene opens a scene from src: a folder holding <BAND>.tif files (B02…B12,
+// B8A, SCL or CLM), the path of a STAC item JSON file, or the http(s) URL of
+// one. Bands are opened when first read, except the reference band that sets
+// the scene's grid (the finest of B04, B08, B02, B03) and the mask.
+func OpenScene(ctx context.Context, src string, opts SceneOptions) (*Scene, error) {
+	s := &Scene{bands: make(map[string]*band), client: opts.HTTPClient, openFn: opts.Open}
+	if s.client == nil {
+		s.client = http.DefaultClient
+	}
+	classes := opts.MaskClasses
+	if classes == nil {
+		classes = DefaultMaskClasses()
+	}
+	for _, c := range classes {
+		if c < 0 || c > 255 {
+			return nil, fmt.Errorf("open scene %s: SCL class %d out of 0..255", src, c)
+		}
+		s.maskedAs[c] = true
+	}
+	var itemDate time.Time
+	isURL := strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
+	var err error
+	switch {
+	case isURL || strings.HasSuffix(strings.ToLower(src), ".json"):
+		itemDate, err = s.loadSTAC(ctx, src, isURL)
+	default:
+		err = s.loadFolder(src)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open scene %s: %w", src, err)
+	}
+	if err := s.init(ctx, itemDate, src, opts.Date, isURL); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open scene %s: %w", src, err)
+	}
+	switch {
+	case opts.CacheBytes > 0:
+		s.cache = newTileCache(opts.CacheBytes)
+	case opts.CacheBytes == 0:
+		s.cache = newTileCache(DefaultCacheBytes)
+	}
+	return s, nil
+}
+
+// bandFileName matches the band files of a scene folder.
+var bandFileName = regexp.MustCompile(`^(B0[1-9]|B1[0-2]|B8A|SCL|CLM)\.(tif|tiff|TIF|TIFF)$`)
+
+func (s *Scene) loadFolder(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		m := bandFileName.FindStringSubmatch(strings.ToUpper(e.Name()))
+		if m == nil || e.IsDir() {
+			continue
+		}
+		s.addBand(&band{name: m[1], src: filepath.Join(dir, e.Name())})
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	s.id = filepath.Base(filepath.Dir(abs)) + "/" + filepath.Base(abs)
+	return nil
+}
+
+func (s *Scene) addBand(b *band) {
+	switch b.name {
+	case "SCL":
+		s.mask, s.maskSCL = b, true
+	case "CLM":
+		if s.mask == nil {
+			s.mask = b
+		}
+	default:
+		s.bands[b.name] = b
+	}
+}
+
+// init opens the reference band and the mask, and settles the date.
+func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallback time.Time, isURL bool) error {
+	if len(s.bands) == 0 {
+		return errors.New("no reflectance band (B01…B12, B8A) found")
+	}
+	var ref *band
+	for _, name := range []string{"B04", "B08", "B02", "B03"} {
+		b, ok := s.bands[name]
+		if !ok {
+			continue
+		}
+		if err := s.open(ctx, b); err != nil {
+			return err
+		}
+		if ref == nil || b.grid.DX < ref.grid.DX {
+			ref = b
+		}
+	}
+	if ref == nil { // only other bands: take the finest of them
+		for _, b := range s.bands {
+			if err := s.open(ctx, b); err != nil {
+				return err
+			}
+			if ref == nil || b.grid.DX < ref.grid.DX {
+				ref = b
+			}
+		}
+	}
+	s.grid = ref.grid
+	if s.grid.EPSG == 0 {
+		return fmt.Errorf("band %s has no EPSG code", ref.name)
+	}
+	if s.mask != nil {
+		if err := s.open(ctx, s.mask); err != nil {
+			return err
+		}
+	}
+	s.date = itemDate
+	if s.date.IsZero() {
+		s.date = metadataDate(ref.file.Metadata())
+	}
+	if s.date.IsZero() && !isURL {
+		s.date = folderDate(src)
+	}
+	if s.date.IsZero() {
+		s.date = fallback
+	}
+	if s.date.IsZero() {
+		return ErrNoDate
+	}
+	s.date = s.date.UTC()
+	if s.id == "" {
+		s.id = s.date.Format("2006-01-02")
+	}
+	return nil
+}
+
+// metadataDate reads the acquisition time from GDAL metadata items.
+func metadataDate(md map[string]string) time.Time {
+	for _, key := range []string{"ACQUISITION_DATETIME_UTC", "ACQUISITION_DATETIME", "DATATAKE_1_DATATAKE_SENSING_START", "PRODUCT_START_TIME", "SENSING_TIME", "DATETIME"} {
+		if t, ok := parseTime(md[key]); ok {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+var dateInName = regexp.MustCompile(`(\d{4})-?(\d{2})-?(\d{2})`)
+
+// folderDate takes the date from the folder's name (2019-06-20 or 20190620 in it).
+func folderDate(dir string) time.Time {
+	base := filepath.Base(filepath.Clean(dir))
+	m := dateInName.FindStringSubmatch(base)
+	if m == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse("20060102", m[1]+m[2]+m[3])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func parseTime(v string) (time.Time, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, false
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006:01:02 15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// open opens b's file once and settles its reflectance scaling.
+func (s *Scene) open(ctx context.Context, b *band) error {
+	b.once.Do(func() {
+		r, err := s.openReader(ctx, b.src)
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.closer, _ = r.(io.Closer)
+		f, err := geotiff.Open(r)
+		if err != nil {
+			if b.closer != nil {
+				b.closer.Close()
+			}
+			b.err = err
+			return
+		}
+		b.file = f
+		b.grid = f.Grid()
+		b.nodata, b.hasND = f.NoData()
+		if b.grid.DX <= 0 || b.grid.DY <= 0 || b.grid.Cols <= 0 || b.grid.Rows <= 0 {
+			b.err = fmt.Errorf("bad grid %+v", b.grid)
+			return
+		}
+		if !b.explicitScale {
+			b.scale, b.add = reflectanceScaling(f.Metadata(), b.baseline, b.harmonized)
+		}
+	})
+	if b.err != nil {
+		return fmt.Errorf("band %s (%s): %w", b.name, b.src, b.err)
+	}
+	return nil
+}
+
+// openReader opens a band's bytes: through SceneOptions.Open when set, else
+// the local file or HTTP Range requests. Remote reads outlive ctx's
+// cancellation (a scene outlives the request that opened it) but keep its values.
+func (s *Scene) openReader(ctx context.Context, src string) (io.ReaderAt, error) {
+	if s.openFn != nil {
+		return s.openFn(ctx, src)
+	}
+	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), s.client, src)
+	}
+	return os.Open(src)
+}
+
+// reflectanceScaling derives reflectance = (DN + add)·scale from a band's
+// GDAL metadata, with the processing-baseline rule as the fallback: DN offset
+// −1000 when the baseline is 04.00 or later and no harmonization was applied.
+// Baseline and harmonized come from a STAC item when the metadata lacks them.
+func reflectanceScaling(md map[string]string, baseline string, harmonized bool) (scale, add float64) {
+	scale = 1.0 / 10000
+	if v, ok := parseFloat(md["REFLECTANCE_SCALE"]); ok && v > 0 {
+		scale = v
+	}
+	if v, ok := parseFloat(md["BOA_ADD_OFFSET"]); ok {
+		return scale, v
+	}
+	if v, ok := parseFloat(md["REFLECTANCE_OFFSET"]); ok {
+		return scale, v / scale
+	}
+	if v := md["PROCESSING_BASELINE"]; v != "" {
+		baseline = v
+	}
+	for _, key := range []string{"BOA_OFFSET_APPLIED", "HARMONIZED"} {
+		if v, ok := parseBool(md[key]); ok {
+			harmonized = v
+		}
+	}
+	if baselineAtLeast4(baseline) && !harmonized {
+		return scale, -1000
+	}
+	return scale, 0
+}
+
+// baselineAtLeast4 reports whether a processing baseline such as "04.00",
+// "N0400", "5.09" or "05.10" is 04.00 or later.
+func baselineAtLeast4(v string) bool {
+	v = strings.TrimPrefix(strings.TrimSpace(strings.ToUpper(v)), "N")
+	if v == "" {
+		return false
+	}
+	if !strings.Contains(v, ".") && len(v) == 4 { // N0400 form
+		v = v[:2] + "." + v[2:]
+	}
+	f, ok := parseFloat(v)
+	return ok && f >= 4
+}
+
+// ID identifies the scene: the STAC item id, or "<parent>/<folder>" for a folder.
+func (s *Scene) ID() string { return s.id }
+
+// Date is the acquisition time (UTC).
+func (s *Scene) Date() time.Time { return s.date }
+
+// Grid is the scene's finest grid (10 m for Sentinel-2), the grid of every product.
+func (s *Scene) Grid() geo.Grid { return s.grid }
+
+// Bands lists the reflectance bands the scene holds.
+func (s *Scene) Bands() []string {
+	names := make([]string, 0, len(s.bands))
+	for n := range s.bands {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	return names
+}
+
+// MaskBand is "SCL", "CLM" or "" when the scene has no mask.
+func (s *Scene) MaskBand() string {
+	if s.mask == nil {
+		return ""
+	}
+	return s.mask.name
+}
+
+// Close releases the scene's files.
+func (s *Scene) Close() error {
+	var errs []error
+	all := make([]*band, 0, len(s.bands)+1)
+	for _, b := range s.bands {
+		all = append(all, b)
+	}
+	if s.mask != nil {
+		all = append(all, s.mask)
+	}
+	for _, b := range all {
+		b.once.Do(func() { b.err = errors.New("scene closed") })
+		if b.closer != nil {
+			if err := b.closer.Close(); err != nil {
+				errs = append(errs, err)
+			}
+			b.closer = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func parseFloat(v string) (float64, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var f float64
+	if _, err := fmt.Sscan(v, &f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+func parseBool(v string) (bool, bool) {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "TRUE", "YES", "1":
+		return true, true
+	case "FALSE", "NO", "0":
+		return false, true
+	}
+	return false, false
+}

@@ -1,0 +1,228 @@
+package imagery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// stacItem is the part of a STAC Item cropkit reads.
+type stacItem struct {
+	Type       string                     `json:"type"`
+	ID         string                     `json:"id"`
+	Properties map[string]json.RawMessage `json:"properties"`
+	Assets     map[string]stacAsset       `json:"assets"`
+}
+
+type stacAsset struct {
+	Href        string `json:"href"`
+	RasterBands []struct {
+		Scale  *float64 `json:"scale"`
+		Offset *float64 `json:"offset"`
+	} `json:"raster:bands"`
+	EOBands []struct {
+		Name string `json:"name"`
+	} `json:"eo:bands"`
+}
+
+// stacBandName maps Earth Search and CDSE asset keys to Sentinel-2 band names.
+func stacBandName(key string) string {
+	k := strings.ToLower(key)
+	switch k {
+	case "coastal":
+		return "B01"
+	case "blue":
+		return "B02"
+	case "green":
+		return "B03"
+	case "red":
+		return "B04"
+	case "rededge1":
+		return "B05"
+	case "rededge2":
+		return "B06"
+	case "rededge3":
+		return "B07"
+	case "nir":
+		return "B08"
+	case "nir08":
+		return "B8A"
+	case "nir09":
+		return "B09"
+	case "cirrus":
+		return "B10"
+	case "swir16":
+		return "B11"
+	case "swir22":
+		return "B12"
+	case "scl":
+		return "SCL"
+	case "clm", "cloud_mask", "cloudmask":
+		return "CLM"
+	}
+	// CDSE and older keys: B04, B04_10m, B8A_20m, SCL_20m.
+	u := strings.ToUpper(key)
+	if i := strings.IndexByte(u, '_'); i > 0 {
+		u = u[:i]
+	}
+	if m := bandFileName.FindStringSubmatch(u + ".TIF"); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// assetResolution is the metres in a CDSE key suffix (B04_10m → 10), 0 if none.
+func assetResolution(key string) int {
+	var res int
+	if i := strings.LastIndexByte(key, '_'); i > 0 {
+		fmt.Sscanf(strings.ToLower(key[i+1:]), "%dm", &res)
+	}
+	return res
+}
+
+// loadSTAC reads a STAC item from a file or URL and registers its band assets.
+func (s *Scene) loadSTAC(ctx context.Context, src string, isURL bool) (time.Time, error) {
+	var data []byte
+	var err error
+	if isURL {
+		data, err = s.fetch(ctx, src)
+	} else {
+		data, err = os.ReadFile(src)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	var item stacItem
+	if err := json.Unmarshal(data, &item); err != nil {
+		return time.Time{}, fmt.Errorf("parse STAC item: %w", err)
+	}
+	if item.Type != "" && item.Type != "Feature" {
+		return time.Time{}, fmt.Errorf("STAC item: type %q, want Feature", item.Type)
+	}
+	s.id = item.ID
+	var date time.Time
+	var dt string
+	if raw, ok := item.Properties["datetime"]; ok && json.Unmarshal(raw, &dt) == nil {
+		if t, ok := parseTime(dt); ok {
+			date = t
+		}
+	}
+	if date.IsZero() {
+		if raw, ok := item.Properties["start_datetime"]; ok && json.Unmarshal(raw, &dt) == nil {
+			if t, ok := parseTime(dt); ok {
+				date = t
+			}
+		}
+	}
+	var baseline string
+	if raw, ok := item.Properties["s2:processing_baseline"]; ok {
+		if json.Unmarshal(raw, &baseline) != nil {
+			var f float64
+			if json.Unmarshal(raw, &f) == nil {
+				baseline = fmt.Sprintf("%05.2f", f)
+			}
+		}
+	}
+	var harmonized bool
+	if raw, ok := item.Properties["earthsearch:boa_offset_applied"]; ok {
+		json.Unmarshal(raw, &harmonized)
+	}
+	chosenRes := map[string]int{}
+	for key, a := range item.Assets {
+		name := stacBandName(key)
+		if name == "" && len(a.EOBands) == 1 {
+			name = stacBandName(a.EOBands[0].Name)
+		}
+		if name == "" || a.Href == "" {
+			continue
+		}
+		// CDSE lists a band at several resolutions: keep the finest.
+		res := assetResolution(key)
+		if prev, ok := chosenRes[name]; ok && (res == 0 || (prev != 0 && prev <= res)) {
+			continue
+		}
+		chosenRes[name] = res
+		href, err := resolveHref(src, isURL, a.Href)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("asset %s: %w", key, err)
+		}
+		b := &band{name: name, src: href, baseline: baseline, harmonized: harmonized}
+		if name != "SCL" && name != "CLM" {
+			b.scale, b.add, b.explicitScale = stacScaling(a, baseline, harmonized)
+		}
+		s.addBand(b)
+	}
+	return date, nil
+}
+
+// stacScaling applies, in order: harmonization already applied (offset 0),
+// the asset's raster:bands scale/offset, and otherwise leaves the decision to
+// the file's metadata and the baseline rule (explicit false).
+func stacScaling(a stacAsset, baseline string, harmonized bool) (scale, add float64, explicit bool) {
+	if harmonized {
+		return 1.0 / 10000, 0, true
+	}
+	if len(a.RasterBands) == 1 && (a.RasterBands[0].Scale != nil || a.RasterBands[0].Offset != nil) {
+		scale = 1.0 / 10000
+		if p := a.RasterBands[0].Scale; p != nil && *p > 0 {
+			scale = *p
+		}
+		if p := a.RasterBands[0].Offset; p != nil {
+			add = *p / scale
+		}
+		return scale, add, true
+	}
+	return 0, 0, false
+}
+
+// resolveHref resolves an asset href against the item's location.
+func resolveHref(item string, itemIsURL bool, href string) (string, error) {
+	u, err := url.Parse(href)
+	if err != nil {
+		return "", err
+	}
+	switch u.Scheme {
+	case "http", "https":
+		return href, nil
+	case "file":
+		return u.Path, nil
+	case "":
+	default:
+		return "", fmt.Errorf("unsupported href scheme %q in %s", u.Scheme, href)
+	}
+	if itemIsURL {
+		base, err := url.Parse(item)
+		if err != nil {
+			return "", err
+		}
+		return base.ResolveReference(u).String(), nil
+	}
+	if filepath.IsAbs(href) {
+		return href, nil
+	}
+	return filepath.Join(filepath.Dir(item), filepath.FromSlash(href)), nil
+}
+
+// fetch GETs a small document (a STAC item), at most 16 MiB.
+func (s *Scene) fetch(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}

@@ -1,0 +1,113 @@
+package imagery
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestComputeStats(t *testing.T) {
+	nan := math.NaN()
+	// Expected values from numpy: mean, median, std (ddof 0), min, max, percentile(25/75).
+	tests := []struct {
+		name   string
+		values []float64
+		want   Stats
+	}{
+		{"four", []float64{4, 2, 1, 3}, Stats{Mean: 2.5, Median: 2.5, Std: 1.118033988749895, Min: 1, Max: 4, P25: 1.75, P75: 3.25, Num: 4}},
+		{"one", []float64{0.5}, Stats{Mean: 0.5, Median: 0.5, Std: 0, Min: 0.5, Max: 0.5, P25: 0.5, P75: 0.5, Num: 1}},
+		{"seven with NaN and Inf skipped", []float64{3, nan, -1, 7, 2.5, math.Inf(1), 10, 0.1, 0.2},
+			Stats{Mean: 3.1142857142857143, Median: 2.5, Std: 3.730349876899167, Min: -1, Max: 10, P25: 0.15000000000000002, P75: 5, Num: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ComputeStats(tt.values)
+			assert.Equal(t, tt.want.Num, got.Num)
+			for _, f := range []struct {
+				name      string
+				want, got float64
+			}{{"mean", tt.want.Mean, got.Mean}, {"median", tt.want.Median, got.Median}, {"std", tt.want.Std, got.Std},
+				{"min", tt.want.Min, got.Min}, {"max", tt.want.Max, got.Max}, {"p25", tt.want.P25, got.P25}, {"p75", tt.want.P75, got.P75}} {
+				assert.InDelta(t, f.want, f.got, 1e-15, f.name)
+			}
+		})
+	}
+}
+
+func TestComputeStatsEmpty(t *testing.T) {
+	got := ComputeStats([]float64{math.NaN()})
+	assert.Equal(t, 0, got.Num)
+	assert.True(t, math.IsNaN(got.Mean))
+	assert.True(t, math.IsNaN(got.P75))
+}
+
+func TestComputeStatsDoesNotModifyInput(t *testing.T) {
+	v := []float64{3, 1, 2}
+	ComputeStats(v)
+	require.Equal(t, []float64{3, 1, 2}, v)
+}
+
+func TestMeanVariation(t *testing.T) {
+	tests := []struct {
+		mean, prev, want float64
+	}{
+		{0.55, 0.5, 10},
+		{0.45, 0.5, -10},
+		{0.5, 0.5, 0},
+		{-0.2, -0.4, 50}, // rises from −0.4 to −0.2: +50 %
+	}
+	for _, tt := range tests {
+		assert.InDelta(t, tt.want, MeanVariation(tt.mean, tt.prev), 1e-9, "%v vs %v", tt.mean, tt.prev)
+	}
+	assert.True(t, math.IsNaN(MeanVariation(1, 0)))
+}
+
+func BenchmarkComputeStats(b *testing.B) {
+	v := make([]float64, 100_000) // a 1000 ha field at 10 m
+	for i := range v {
+		v[i] = math.Sin(float64(i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ComputeStats(v)
+	}
+}
+
+// TestPercentileSelectionMatchesSort checks the selection-based percentiles
+// against numpy's definition on a sorted copy, with many ties and sizes.
+func TestPercentileSelectionMatchesSort(t *testing.T) {
+	seed := uint64(1)
+	next := func() float64 { // xorshift: deterministic, no package state
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return float64(seed%1000) / 997
+	}
+	for _, n := range []int{1, 2, 3, 5, 17, 100, 1001, 4096} {
+		for _, levels := range []int{3, 1000} {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = math.Floor(next()*float64(levels)) / float64(levels)
+			}
+			sorted := slices.Clone(v)
+			slices.Sort(sorted)
+			ref := func(p float64) float64 {
+				pos := p / 100 * float64(n-1)
+				lo := int(math.Floor(pos))
+				if lo >= n-1 {
+					return sorted[n-1]
+				}
+				return sorted[lo] + (sorted[lo+1]-sorted[lo])*(pos-float64(lo))
+			}
+			got := ComputeStats(v)
+			assert.InDelta(t, ref(25), got.P25, 1e-15, "n=%d", n)
+			assert.InDelta(t, ref(50), got.Median, 1e-15, "n=%d", n)
+			assert.InDelta(t, ref(75), got.P75, 1e-15, "n=%d", n)
+			assert.Equal(t, sorted[0], got.Min)
+			assert.Equal(t, sorted[n-1], got.Max)
+		}
+	}
+}

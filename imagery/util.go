@@ -1,0 +1,5 @@
+package imagery
+
+import "sort"
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,218 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// params are a request's parameters: the query string merged with a body that
+// is a JSON object, a urlencoded form or a multipart form's values (body wins
+// over query). Every value is kept as JSON: query and form values become JSON
+// strings, so a getter accepts both `"lat": 50.7` and `?lat=50.7`.
+type params map[string]json.RawMessage
+
+// readParams reads the query and body of r. An empty body is fine; a body
+// that is not a JSON object or a form is a 400; a body over the limit a 413.
+func readParams(r *http.Request) (params, error) {
+	p := params{}
+	for k, v := range r.URL.Query() {
+		if len(v) > 0 {
+			p[k] = quote(v[0])
+		}
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return p, nil
+	}
+	ct := r.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	switch mt {
+	case "application/x-www-form-urlencoded":
+		if err := r.ParseForm(); err != nil {
+			return nil, bodyError("read form", err)
+		}
+		for k, v := range r.PostForm {
+			if len(v) > 0 {
+				p[k] = quote(v[0])
+			}
+		}
+		return p, nil
+	case "multipart/form-data":
+		if err := r.ParseMultipartForm(8 << 20); err != nil {
+			return nil, bodyError("read multipart form", err)
+		}
+		for k, v := range r.MultipartForm.Value {
+			if len(v) > 0 {
+				p[k] = quote(v[0])
+			}
+		}
+		return p, nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, bodyError("read body", err)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return p, nil
+	}
+	if mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "text/plain" {
+		return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia,
+			Message: fmt.Sprintf("content type %q not supported: send JSON, a urlencoded or a multipart form", mt)}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
+		return nil, badRequest("request body is not a JSON object")
+	}
+	for k, v := range obj {
+		p[k] = v
+	}
+	return p, nil
+}
+
+func bodyError(what string, err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return err // answered as 413
+	}
+	return badRequest("%s: %v", what, err)
+}
+
+func quote(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
+
+// str returns parameter name as a string (a JSON number is taken as its text).
+func (p params) str(name string) (string, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return "", false, nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		return s, true, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(v, &n); err == nil {
+		return n.String(), true, nil
+	}
+	return "", false, badRequest("parameter %s must be a string", name)
+}
+
+// required returns a non-empty string parameter, else a 400 naming it.
+func (p params) required(name string) (string, error) {
+	s, ok, err := p.str(name)
+	if err != nil {
+		return "", err
+	}
+	if !ok || strings.TrimSpace(s) == "" {
+		return "", badRequest("missing required parameter %s", name)
+	}
+	return s, nil
+}
+
+// float returns a finite number parameter (JSON number or numeric string).
+func (p params) float(name string) (float64, bool, error) {
+	s, ok, err := p.str(name)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false, badRequest("parameter %s must be a number, got %q", name, s)
+	}
+	return f, true, nil
+}
+
+// DateLayout is the API's date format.
+const DateLayout = "2006-01-02"
+
+// date returns a YYYY-MM-DD parameter, checked to be a real calendar date.
+func (p params) date(name string) (string, bool, error) {
+	s, ok, err := p.str(name)
+	if err != nil || !ok {
+		return "", ok, err
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", false, nil
+	}
+	t, err := time.Parse(DateLayout, s)
+	if err != nil || t.Format(DateLayout) != s {
+		return "", false, badRequest("parameter %s must be a date YYYY-MM-DD, got %q", name, s)
+	}
+	return s, true, nil
+}
+
+// list returns a list parameter given as a JSON array of strings or a
+// comma-separated string; names are trimmed and lower-cased, empties dropped.
+func (p params) list(name string) ([]string, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return nil, false, nil
+	}
+	var items []string
+	if err := json.Unmarshal(v, &items); err != nil {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, false, badRequest("parameter %s must be a list of names or a comma-separated string", name)
+		}
+		items = strings.Split(s, ",")
+	}
+	out := []string{}
+	for _, it := range items {
+		it = strings.ToLower(strings.TrimSpace(it))
+		if it != "" {
+			out = append(out, it)
+		}
+	}
+	return out, true, nil
+}
+
+// object returns a JSON parameter given inline or as a string holding JSON
+// (how forms and query strings carry GeoJSON).
+func (p params) object(name string) (json.RawMessage, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return nil, false, nil
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err == nil {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, false, nil
+		}
+		if !json.Valid([]byte(s)) {
+			return nil, false, badRequest("parameter %s is not valid JSON", name)
+		}
+		return json.RawMessage(s), true, nil
+	}
+	return v, true, nil
+}
+
+// labels returns an object of string values (inline or as a JSON string).
+func (p params) labels(name string) (map[string]string, bool, error) {
+	v, ok, err := p.object(name)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	var m map[string]string
+	if err := json.Unmarshal(v, &m); err != nil {
+		return nil, false, badRequest("parameter %s must be an object of string values", name)
+	}
+	if len(m) > 100 {
+		return nil, false, badRequest("parameter %s has more than 100 labels", name)
+	}
+	return m, true, nil
+}

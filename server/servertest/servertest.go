@@ -1,0 +1,183 @@
+// Package servertest builds cropkit servers for tests: a fresh data
+// directory with an admin account, and a handler wrapper that validates
+// every response against the server's OpenAPI document. Only tests import it.
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/cropkit/cropkit/server"
+)
+
+// Env is a server over a temporary data directory.
+type Env struct {
+	Store      *server.Store
+	Server     *server.Server
+	AdminToken string
+	// Handler is Server wrapped by Validate: use it for every request.
+	Handler http.Handler
+	// Responses counts the responses validated so far.
+	Responses *Counter
+}
+
+// Counter counts validated responses (safe for concurrent use).
+type Counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+// N is the count.
+func (c *Counter) N() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *Counter) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+// New returns a server over t.TempDir() with cfg (Store is filled in), an
+// admin account and its token.
+func New(t testing.TB, cfg server.Config) *Env {
+	t.Helper()
+	ctx := context.Background()
+	store, err := server.OpenStore(ctx, t.TempDir())
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tok, created, err := store.EnsureAdmin(ctx)
+	if err != nil || !created {
+		t.Fatalf("create admin: created=%v err=%v", created, err)
+	}
+	cfg.Store = store
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	env := &Env{Store: store, Server: srv, AdminToken: tok, Responses: &Counter{}}
+	env.Handler = Validate(t, srv, env.Responses)
+	return env
+}
+
+// AddUser creates an account (indices nil: every index) and returns its token.
+func (e *Env) AddUser(t testing.TB, name string, indices []string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.Store.CreateUser(ctx, server.NewUser{Name: name, Indices: indices}); err != nil {
+		t.Fatalf("create user %s: %v", name, err)
+	}
+	tok, err := e.Store.CreateToken(ctx, name)
+	if err != nil {
+		t.Fatalf("token for %s: %v", name, err)
+	}
+	return tok
+}
+
+// registerDecoders registers kin-openapi's (global) binary body decoders once.
+var registerDecoders sync.Once
+
+// Validate wraps h so that every response is checked against the OpenAPI
+// document: documented path, method and status, headers and body schema.
+// Responses to unknown paths or methods must be the JSON error shape.
+// Failures are reported with t.Errorf; counter (may be nil) counts responses.
+func Validate(t testing.TB, h http.Handler, counter *Counter) http.Handler {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(server.OpenAPI())
+	if err != nil {
+		t.Fatalf("load openapi.json: %v", err)
+	}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	registerDecoders.Do(func() {
+		for _, ct := range []string{"image/png", "image/tiff", "application/zip"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+		}
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		res := rec.Result()
+		body := rec.Body.Bytes()
+		if err := check(router, r, res, body); err != nil {
+			t.Errorf("%s %s → %d: response does not match openapi.json: %v\nbody: %.300s", r.Method, r.URL.Path, res.StatusCode, err, body)
+		}
+		if counter != nil {
+			counter.add()
+		}
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		w.Write(body)
+	})
+}
+
+func check(router routers.Router, r *http.Request, res *http.Response, body []byte) error {
+	route, pathParams, err := router.FindRoute(r)
+	if err != nil {
+		// Unknown path or method: only the error shape is required.
+		if res.StatusCode != http.StatusNotFound && res.StatusCode != http.StatusMethodNotAllowed {
+			return err
+		}
+		return checkErrorShape(res, body)
+	}
+	input := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: pathParams,
+			Route:      route,
+			Options:    &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  res.StatusCode,
+		Header:  res.Header,
+		Body:    io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), input); err != nil {
+		return err
+	}
+	if res.StatusCode >= 400 {
+		return checkErrorShape(res, body)
+	}
+	return nil
+}
+
+func checkErrorShape(res *http.Response, body []byte) error {
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		return &shapeError{"error content type " + res.Header.Get("Content-Type")}
+	}
+	var eb struct {
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &eb); err != nil || eb.Error == nil || eb.Error.Code == "" || eb.Error.Message == "" {
+		return &shapeError{"error body is not {\"error\":{\"code\",\"message\"}}"}
+	}
+	return nil
+}
+
+type shapeError struct{ msg string }
+
+func (e *shapeError) Error() string { return e.msg }

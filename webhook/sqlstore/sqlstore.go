@@ -1,0 +1,553 @@
+// Package sqlstore keeps webhook registrations and the delivery outbox in a
+// SQL database (SQLite through database/sql, driver modernc.org/sqlite). It
+// owns the tables prefixed webhook_, created by Migrate, and knows users only
+// as an opaque owner string.
+//
+// Notifications are enqueued with EnqueueTx inside the caller's transaction,
+// so they are committed, or rolled back, together with the products they
+// announce. A webhook.Dispatcher with this Store delivers them.
+//
+// Open the database with a busy timeout (DSN "file:…?_pragma=busy_timeout(5000)")
+// so the dispatcher's short writes wait for the server's transactions instead
+// of failing with SQLITE_BUSY.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cropkit/cropkit/webhook"
+)
+
+// ErrNotFound is returned when the owner has no such registration.
+var ErrNotFound = errors.New("webhook registration not found")
+
+// schemaVersion is stored in webhook_schema; bump it with a new migration step.
+const schemaVersion = 1
+
+var migrations = []string{
+	`CREATE TABLE IF NOT EXISTS webhook_schema (version INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS webhook_registrations (
+		id              INTEGER PRIMARY KEY,
+		owner           TEXT    NOT NULL,
+		url             TEXT    NOT NULL,
+		secret          TEXT    NOT NULL,
+		created_at      INTEGER NOT NULL,
+		disabled_at     INTEGER,
+		disabled_reason TEXT    NOT NULL DEFAULT '',
+		UNIQUE (owner, url)
+	)`,
+	`CREATE TABLE IF NOT EXISTS webhook_deliveries (
+		id              INTEGER PRIMARY KEY,
+		message_id      TEXT    NOT NULL UNIQUE,
+		registration_id INTEGER NOT NULL,
+		owner           TEXT    NOT NULL,
+		url             TEXT    NOT NULL,
+		body            BLOB    NOT NULL,
+		status          TEXT    NOT NULL,
+		attempts        INTEGER NOT NULL DEFAULT 0,
+		created_at      INTEGER NOT NULL,
+		next_attempt_at INTEGER NOT NULL,
+		finished_at     INTEGER,
+		last_error      TEXT    NOT NULL DEFAULT ''
+	)`,
+	`CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)`,
+	`CREATE INDEX IF NOT EXISTS webhook_deliveries_owner ON webhook_deliveries (owner, id)`,
+	`CREATE INDEX IF NOT EXISTS webhook_deliveries_registration ON webhook_deliveries (registration_id, status)`,
+	`CREATE TABLE IF NOT EXISTS webhook_attempts (
+		id           INTEGER PRIMARY KEY,
+		delivery_id  INTEGER NOT NULL,
+		attempted_at INTEGER NOT NULL,
+		status_code  INTEGER NOT NULL,
+		error        TEXT    NOT NULL,
+		duration_ns  INTEGER NOT NULL,
+		response     TEXT    NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delivery_id, id)`,
+}
+
+// Migrate creates the webhook_ tables when they are missing. It is
+// idempotent and safe to call on every start.
+func Migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate webhook tables: %w", err)
+	}
+	defer tx.Rollback()
+	for _, stmt := range migrations {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate webhook tables: %w", err)
+		}
+	}
+	var v int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM webhook_schema`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_schema (version) VALUES (?)`, schemaVersion); err != nil {
+			return fmt.Errorf("migrate webhook tables: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("migrate webhook tables: read version: %w", err)
+	case v > schemaVersion:
+		return fmt.Errorf("migrate webhook tables: schema version %d is newer than this binary's %d", v, schemaVersion)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate webhook tables: %w", err)
+	}
+	return nil
+}
+
+// Store implements webhook.Store and the registration and listing queries
+// the server needs. Call Migrate first.
+type Store struct {
+	DB *sql.DB
+	// Now replaces time.Now for created/finished times.
+	Now func() time.Time
+}
+
+// New returns a Store on db.
+func New(db *sql.DB) *Store { return &Store{DB: db} }
+
+var _ webhook.Store = (*Store)(nil)
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromNullMS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMS(v.Int64)
+}
+
+// Registration is one URL registered by an owner.
+type Registration struct {
+	ID    int64  `json:"id"`
+	Owner string `json:"username"`
+	URL   string `json:"url"`
+	// Secret is the signing secret; only set by Register when it created
+	// the registration (the secret is shown once).
+	Secret         string    `json:"secret,omitempty"`
+	Created        bool      `json:"-"`
+	CreatedAt      time.Time `json:"created_at"`
+	Disabled       bool      `json:"disabled"`
+	DisabledAt     time.Time `json:"disabled_at,omitzero"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+}
+
+// Register stores rawURL for owner with a fresh secret. rawURL must already
+// be validated (webhook.ValidateURL). Registering the same owner and URL again
+// creates nothing: it returns the existing registration with Created false
+// and no Secret (shown once; delete and register again to get a new one),
+// and re-enables it if a 410 had disabled it.
+func (s *Store) Register(ctx context.Context, owner, rawURL string) (Registration, error) {
+	if owner == "" || rawURL == "" {
+		return Registration{}, fmt.Errorf("register webhook: empty owner or URL")
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return Registration{}, err
+	}
+	now := s.now()
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return Registration{}, fmt.Errorf("register webhook: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO webhook_registrations (owner, url, secret, created_at) VALUES (?, ?, ?, ?)
+		 ON CONFLICT (owner, url) DO NOTHING`, owner, rawURL, secret, ms(now))
+	if err != nil {
+		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+	}
+	if n == 0 {
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE webhook_registrations SET disabled_at = NULL, disabled_reason = '' WHERE owner = ? AND url = ?`,
+			owner, rawURL); err != nil {
+			return Registration{}, fmt.Errorf("register webhook %s: re-enable: %w", rawURL, err)
+		}
+	}
+	reg, err := scanRegistration(tx.QueryRowContext(ctx,
+		`SELECT id, owner, url, created_at, disabled_at, disabled_reason FROM webhook_registrations WHERE owner = ? AND url = ?`,
+		owner, rawURL))
+	if err != nil {
+		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+	}
+	if n == 1 {
+		reg.Created = true
+		reg.Secret = secret
+	}
+	return reg, nil
+}
+
+type rowScanner interface{ Scan(...any) error }
+
+func scanRegistration(r rowScanner) (Registration, error) {
+	var reg Registration
+	var created int64
+	var disabled sql.NullInt64
+	if err := r.Scan(&reg.ID, &reg.Owner, &reg.URL, &created, &disabled, &reg.DisabledReason); err != nil {
+		return Registration{}, err
+	}
+	reg.CreatedAt = fromMS(created)
+	reg.Disabled = disabled.Valid
+	reg.DisabledAt = fromNullMS(disabled)
+	return reg, nil
+}
+
+// List returns the owner's registrations, oldest first, without secrets.
+func (s *Store) List(ctx context.Context, owner string) ([]Registration, error) {
+	rows, err := s.DB.QueryContext(ctx,
+		`SELECT id, owner, url, created_at, disabled_at, disabled_reason FROM webhook_registrations WHERE owner = ? ORDER BY id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks of %q: %w", owner, err)
+	}
+	defer rows.Close()
+	var regs []Registration
+	for rows.Next() {
+		reg, err := scanRegistration(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list webhooks of %q: %w", owner, err)
+		}
+		regs = append(regs, reg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list webhooks of %q: %w", owner, err)
+	}
+	return regs, nil
+}
+
+// Delete removes the owner's registration with this id and cancels its
+// pending deliveries (their history stays listed). It returns ErrNotFound
+// when the owner has no such registration.
+func (s *Store) Delete(ctx context.Context, owner string, id int64) error {
+	return s.delete(ctx, owner, `id = ?`, id)
+}
+
+// DeleteURL is Delete by registered URL.
+func (s *Store) DeleteURL(ctx context.Context, owner, rawURL string) error {
+	return s.delete(ctx, owner, `url = ?`, rawURL)
+}
+
+func (s *Store) delete(ctx context.Context, owner, cond string, key any) error {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("delete webhook %v: %w", key, err)
+	}
+	defer tx.Rollback()
+	var id int64
+	err = tx.QueryRowContext(ctx, `DELETE FROM webhook_registrations WHERE owner = ? AND `+cond+` RETURNING id`, owner, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("delete webhook %v: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete webhook %v: %w", key, err)
+	}
+	if err := cancelPending(ctx, tx, id, "registration deleted", s.now()); err != nil {
+		return fmt.Errorf("delete webhook %v: %w", key, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("delete webhook %v: %w", key, err)
+	}
+	return nil
+}
+
+func cancelPending(ctx context.Context, tx *sql.Tx, registrationID int64, reason string, now time.Time) error {
+	_, err := tx.ExecContext(ctx,
+		`UPDATE webhook_deliveries SET status = ?, finished_at = ?, last_error = ?
+		 WHERE registration_id = ? AND status = ?`,
+		webhook.StatusCancelled, ms(now), reason, registrationID, webhook.StatusPending)
+	return err
+}
+
+// EnqueueTx adds, inside tx, one pending delivery of payload to each active
+// registration of owner, each with its own webhook-id, and returns how many.
+// The body is encoded once here and never changes, so retries send the same
+// bytes. After tx commits, call Dispatcher.Notify.
+//
+// EnqueueTx is a single INSERT … SELECT. With SQLite, begin the caller's
+// transaction as IMMEDIATE (DSN _txlock=immediate) when it reads before it
+// writes, or a concurrent dispatcher write can fail it with SQLITE_BUSY.
+func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, owner string, payload webhook.Payload) (int, error) {
+	body, err := payload.Marshal()
+	if err != nil {
+		return 0, err
+	}
+	now := ms(s.now())
+	// randomblob draws from SQLite's OS-seeded PRNG: unique ids, one per row.
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO webhook_deliveries (message_id, registration_id, owner, url, body, status, created_at, next_attempt_at)
+		 SELECT 'msg_' || lower(hex(randomblob(16))), id, owner, url, ?, ?, ?, ?
+		 FROM webhook_registrations WHERE owner = ? AND disabled_at IS NULL ORDER BY id`,
+		body, webhook.StatusPending, now, now, owner)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue webhooks of %q for field %q: %w", owner, payload.Field, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("enqueue webhooks of %q for field %q: %w", owner, payload.Field, err)
+	}
+	return int(n), nil
+}
+
+// Enqueue is EnqueueTx in a transaction of its own.
+func (s *Store) Enqueue(ctx context.Context, owner string, payload webhook.Payload) (int, error) {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue webhooks of %q: %w", owner, err)
+	}
+	defer tx.Rollback()
+	n, err := s.EnqueueTx(ctx, tx, owner, payload)
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("enqueue webhooks of %q: %w", owner, err)
+	}
+	return n, nil
+}
+
+// Claim implements webhook.Store: it leases the oldest due pending delivery
+// of each active registration not in req.SkipRegistrations (so each endpoint
+// gets its notifications in order), up to req.Limit, by moving their next
+// attempt to req.LeaseUntil. NextDue leaves out the registrations claimed
+// now, which are in flight until recorded.
+func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.ClaimResult, error) {
+	var res webhook.ClaimResult
+	skip, skipArgs := "", []any{}
+	if len(req.SkipRegistrations) > 0 {
+		skip = ` AND d.registration_id NOT IN (?` + strings.Repeat(`, ?`, len(req.SkipRegistrations)-1) + `)`
+		for _, id := range req.SkipRegistrations {
+			skipArgs = append(skipArgs, id)
+		}
+	}
+	active := `FROM webhook_deliveries d JOIN webhook_registrations r ON r.id = d.registration_id
+		WHERE d.status = 'pending' AND r.disabled_at IS NULL` + skip
+
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return res, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	defer tx.Rollback()
+
+	if req.Limit > 0 {
+		// One statement picks and leases, so two claimers never share a row.
+		args := append([]any{ms(req.LeaseUntil)}, skipArgs...)
+		args = append(args, ms(req.Now), req.Limit)
+		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?
+			WHERE id IN (
+				SELECT id FROM (
+					SELECT d.id, d.next_attempt_at,
+						ROW_NUMBER() OVER (PARTITION BY d.registration_id ORDER BY d.id) AS rn
+					`+active+` AND d.next_attempt_at <= ?
+				) WHERE rn = 1 ORDER BY next_attempt_at, id LIMIT ?)
+			RETURNING id`, args...)
+		if err != nil {
+			return res, fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		var ids []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return res, fmt.Errorf("claim webhook deliveries: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return res, fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		if len(ids) > 0 {
+			rows, err := tx.QueryContext(ctx, `SELECT d.id, d.message_id, d.registration_id, d.owner, d.url, r.secret, d.body, d.attempts, d.created_at
+				FROM webhook_deliveries d JOIN webhook_registrations r ON r.id = d.registration_id
+				WHERE d.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY d.next_attempt_at, d.id`, ids...)
+			if err != nil {
+				return res, fmt.Errorf("claim webhook deliveries: %w", err)
+			}
+			for rows.Next() {
+				var d webhook.Delivery
+				var created int64
+				if err := rows.Scan(&d.ID, &d.MessageID, &d.RegistrationID, &d.Owner, &d.URL, &d.Secret, &d.Body, &d.Attempts, &created); err != nil {
+					rows.Close()
+					return res, fmt.Errorf("claim webhook deliveries: %w", err)
+				}
+				d.CreatedAt = fromMS(created)
+				res.Deliveries = append(res.Deliveries, d)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return res, fmt.Errorf("claim webhook deliveries: %w", err)
+			}
+		}
+	}
+
+	var next sql.NullInt64
+	claimedSkip := ""
+	nextArgs := append([]any{}, skipArgs...)
+	for i, d := range res.Deliveries {
+		if i == 0 {
+			claimedSkip = ` AND d.registration_id NOT IN (?`
+		} else {
+			claimedSkip += `, ?`
+		}
+		nextArgs = append(nextArgs, d.RegistrationID)
+	}
+	if claimedSkip != "" {
+		claimedSkip += `)`
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT MIN(d.next_attempt_at) `+active+claimedSkip, nextArgs...).Scan(&next); err != nil {
+		return res, fmt.Errorf("claim webhook deliveries: next due: %w", err)
+	}
+	res.NextDue = fromNullMS(next)
+	if err := tx.Commit(); err != nil {
+		return res, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	return res, nil
+}
+
+// Record implements webhook.Store: it appends the attempt and applies the
+// outcome to the delivery (and, on 410, disables the registration and
+// cancels its other pending deliveries) in one transaction. An outcome for a
+// delivery that is no longer pending (deleted registration) only adds the attempt.
+func (s *Store) Record(ctx context.Context, d webhook.Delivery, a webhook.Attempt, o webhook.Outcome) error {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ns, response) VALUES (?, ?, ?, ?, ?, ?)`,
+		d.ID, ms(a.At), a.StatusCode, a.Error, int64(a.Duration), a.Response); err != nil {
+		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
+	}
+	now := ms(s.now())
+	var q string
+	var args []any
+	switch o.Status {
+	case webhook.StatusPending:
+		q = `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`
+		args = []any{ms(o.RetryAt), o.Reason, d.ID}
+	case webhook.StatusDelivered, webhook.StatusFailed:
+		q = `UPDATE webhook_deliveries SET attempts = attempts + 1, status = ?, finished_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`
+		args = []any{o.Status, now, o.Reason, d.ID}
+	default:
+		return fmt.Errorf("record webhook attempt of delivery %d: unknown outcome status %q", d.ID, o.Status)
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
+	}
+	if o.DisableRegistration {
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE webhook_registrations SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`,
+			now, o.Reason, d.RegistrationID); err != nil {
+			return fmt.Errorf("record webhook attempt of delivery %d: disable registration: %w", d.ID, err)
+		}
+		if err := cancelPending(ctx, tx, d.RegistrationID, "registration disabled: "+o.Reason, s.now()); err != nil {
+			return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
+	}
+	return nil
+}
+
+// DeliveryState is one delivery as listed to its owner, with every attempt.
+type DeliveryState struct {
+	ID             int64             `json:"id"`
+	MessageID      string            `json:"message_id"`
+	RegistrationID int64             `json:"registration_id"`
+	URL            string            `json:"url"`
+	Status         webhook.Status    `json:"status"`
+	CreatedAt      time.Time         `json:"created_at"`
+	NextAttemptAt  time.Time         `json:"next_attempt_at,omitzero"` // pending only
+	FinishedAt     time.Time         `json:"finished_at,omitzero"`
+	LastError      string            `json:"last_error,omitempty"`
+	Payload        []byte            `json:"-"`
+	Attempts       []webhook.Attempt `json:"attempts"`
+}
+
+// Deliveries returns the owner's most recent deliveries, newest first, at
+// most limit (0 means 100), each with its attempts oldest first.
+func (s *Store) Deliveries(ctx context.Context, owner string, limit int) ([]DeliveryState, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.DB.QueryContext(ctx,
+		`SELECT id, message_id, registration_id, url, status, created_at, next_attempt_at, finished_at, last_error, body
+		 FROM webhook_deliveries WHERE owner = ? ORDER BY id DESC LIMIT ?`, owner, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook deliveries of %q: %w", owner, err)
+	}
+	var out []DeliveryState
+	index := map[int64]int{}
+	for rows.Next() {
+		var d DeliveryState
+		var created, next int64
+		var finished sql.NullInt64
+		if err := rows.Scan(&d.ID, &d.MessageID, &d.RegistrationID, &d.URL, &d.Status, &created, &next, &finished, &d.LastError, &d.Payload); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list webhook deliveries of %q: %w", owner, err)
+		}
+		d.CreatedAt = fromMS(created)
+		if d.Status == webhook.StatusPending {
+			d.NextAttemptAt = fromMS(next)
+		}
+		d.FinishedAt = fromNullMS(finished)
+		d.Attempts = []webhook.Attempt{}
+		index[d.ID] = len(out)
+		out = append(out, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list webhook deliveries of %q: %w", owner, err)
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	ids := make([]any, len(out))
+	for i, d := range out {
+		ids[i] = d.ID
+	}
+	arows, err := s.DB.QueryContext(ctx,
+		`SELECT delivery_id, attempted_at, status_code, error, duration_ns, response FROM webhook_attempts
+		 WHERE delivery_id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY id`, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook attempts of %q: %w", owner, err)
+	}
+	defer arows.Close()
+	for arows.Next() {
+		var id, at, dur int64
+		var a webhook.Attempt
+		if err := arows.Scan(&id, &at, &a.StatusCode, &a.Error, &dur, &a.Response); err != nil {
+			return nil, fmt.Errorf("list webhook attempts of %q: %w", owner, err)
+		}
+		a.At = fromMS(at)
+		a.Duration = time.Duration(dur)
+		i := index[id]
+		out[i].Attempts = append(out[i].Attempts, a)
+	}
+	if err := arows.Err(); err != nil {
+		return nil, fmt.Errorf("list webhook attempts of %q: %w", owner, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,307 @@
+package zoning
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/paulmach/orb"
+)
+
+// Collection is a zone result as polygon features in one CRS: what every
+// export (GeoJSON, shapefile, ISOXML) encodes. A zone in several parts has
+// one Feature per part, all with the same Zone.
+type Collection struct {
+	EPSG     int
+	Features []Feature
+	// Boundary is the outline of all zones together (the field's or
+	// parcel's pixels); nil when unknown.
+	Boundary orb.MultiPolygon
+	// Type and Unit describe the doses (n_fertilizer in kg/ha, seeding in
+	// seeds/ha); empty when no prescription was applied.
+	Type PrescriptionType
+	Unit string
+}
+
+// Feature is one zone polygon with the §2.4 properties.
+type Feature struct {
+	Zone      int
+	RasterVal float64
+	Dose      float64
+	Polygon   orb.Polygon
+}
+
+// Collection returns the zones of r as features reprojected to dstEPSG
+// (4326 when 0). An unsupported code gives an error matching
+// crs.ErrUnsupportedCRS that names it.
+func (r *Result) Collection(dstEPSG int) (*Collection, error) {
+	if dstEPSG == 0 {
+		dstEPSG = 4326
+	}
+	t, err := crs.New(r.Grid.EPSG, dstEPSG)
+	if err != nil {
+		return nil, fmt.Errorf("reproject zones to EPSG:%d: %w", dstEPSG, err)
+	}
+	byID := make(map[int]Zone, len(r.Zones))
+	for _, z := range r.Zones {
+		byID[z.ID] = z
+	}
+	c := &Collection{EPSG: dstEPSG, Features: make([]Feature, 0, len(r.Polygons))}
+	for _, p := range r.Polygons {
+		z := byID[p.Zone]
+		poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
+		if !ok || !finitePolygon(poly) {
+			return nil, fmt.Errorf("reproject zone %d to EPSG:%d: coordinates outside the CRS's area of use", p.Zone, dstEPSG)
+		}
+		c.Features = append(c.Features, Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly})
+	}
+	outline := make([]int32, len(r.Labels))
+	for i, l := range r.Labels {
+		if l > 0 {
+			outline[i] = 1
+		}
+	}
+	for _, p := range polygonize(outline, r.Grid) {
+		poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
+		if ok && finitePolygon(poly) {
+			c.Boundary = append(c.Boundary, poly)
+		}
+	}
+	return c, nil
+}
+
+// WithPrescription returns c's prescription description set from p.
+func (c *Collection) WithPrescription(p Prescription) *Collection {
+	out := *c
+	out.Type, out.Unit = p.Type, p.WithDefaults().Unit()
+	return &out
+}
+
+func finitePolygon(p orb.Polygon) bool {
+	for _, r := range p {
+		for _, q := range r {
+			if math.IsNaN(q[0]) || math.IsNaN(q[1]) || math.IsInf(q[0], 0) || math.IsInf(q[1], 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Zones returns the distinct zone numbers in ascending order.
+func (c *Collection) Zones() []int {
+	var ids []int
+	for _, f := range c.Features {
+		ids = append(ids, f.Zone)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// The §2.4 JSON shapes.
+type (
+	collectionJSON struct {
+		Type     string        `json:"type"`
+		CRS      *crsJSON      `json:"crs,omitempty"`
+		Features []featureJSON `json:"features"`
+	}
+	crsJSON struct {
+		Type       string `json:"type"`
+		Properties struct {
+			Name string `json:"name"`
+		} `json:"properties"`
+	}
+	featureJSON struct {
+		Type       string          `json:"type"`
+		Geometry   geometryJSON    `json:"geometry"`
+		Properties json.RawMessage `json:"properties"`
+	}
+	geometryJSON struct {
+		Type        string          `json:"type"`
+		Coordinates json.RawMessage `json:"coordinates"`
+	}
+	propertiesJSON struct {
+		DOSE      float64 `json:"DOSE"`
+		RASTERVAL float64 `json:"RASTER_VAL"`
+		ZONE      int     `json:"ZONE"`
+	}
+)
+
+// MarshalJSON encodes the §2.4 zone collection: a FeatureCollection with a
+// named crs member (urn:ogc:def:crs:EPSG::<code>) and one Polygon feature
+// per zone part with DOSE, RASTER_VAL and ZONE. Outer rings are
+// counter-clockwise and holes clockwise.
+func (c *Collection) MarshalJSON() ([]byte, error) {
+	out := collectionJSON{Type: "FeatureCollection", CRS: &crsJSON{Type: "name"}, Features: make([]featureJSON, 0, len(c.Features))}
+	out.CRS.Properties.Name = crs.URN(c.EPSG)
+	for _, f := range c.Features {
+		coords, err := json.Marshal(ringsCoords(f.Polygon))
+		if err != nil {
+			return nil, fmt.Errorf("zone %d: %w", f.Zone, err)
+		}
+		props, err := json.Marshal(propertiesJSON{DOSE: finiteOr0(f.Dose), RASTERVAL: finiteOr0(f.RasterVal), ZONE: f.Zone})
+		if err != nil {
+			return nil, err
+		}
+		out.Features = append(out.Features, featureJSON{Type: "Feature", Geometry: geometryJSON{Type: "Polygon", Coordinates: coords}, Properties: props})
+	}
+	return json.Marshal(out)
+}
+
+func finiteOr0(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+func ringsCoords(p orb.Polygon) [][][2]float64 {
+	out := make([][][2]float64, len(p))
+	for i, r := range p {
+		out[i] = make([][2]float64, len(r))
+		for j, q := range r {
+			out[i][j] = [2]float64{q[0], q[1]}
+		}
+	}
+	return out
+}
+
+// ErrInvalidCollection is matched by ParseCollection errors.
+var ErrInvalidCollection = errors.New("invalid zone collection")
+
+// ParseCollection reads a GeoJSON FeatureCollection of Polygon or
+// MultiPolygon features (the §2.4 collection, or any with numeric ZONE,
+// RASTER_VAL and DOSE/RATE properties, which default to the feature's
+// position and 0). The CRS comes from its crs member (EPSG:4326 without
+// one); a MultiPolygon becomes one Feature per polygon.
+func ParseCollection(data []byte) (*Collection, error) {
+	var raw struct {
+		Type string `json:"type"`
+		CRS  *struct {
+			Properties struct {
+				Name string `json:"name"`
+			} `json:"properties"`
+		} `json:"crs"`
+		Features []struct {
+			Geometry   *geometryJSON  `json:"geometry"`
+			Properties map[string]any `json:"properties"`
+		} `json:"features"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCollection, err)
+	}
+	if raw.Type != "FeatureCollection" {
+		return nil, fmt.Errorf("%w: type %q, want FeatureCollection", ErrInvalidCollection, raw.Type)
+	}
+	c := &Collection{EPSG: 4326}
+	if raw.CRS != nil && raw.CRS.Properties.Name != "" {
+		code, err := crs.ParseEPSG(raw.CRS.Properties.Name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: crs: %w", ErrInvalidCollection, err)
+		}
+		c.EPSG = code
+	}
+	for i, f := range raw.Features {
+		if f.Geometry == nil {
+			return nil, fmt.Errorf("%w: feature %d has no geometry", ErrInvalidCollection, i)
+		}
+		var polys [][][][]float64
+		switch f.Geometry.Type {
+		case "Polygon":
+			var p [][][]float64
+			if err := json.Unmarshal(f.Geometry.Coordinates, &p); err != nil {
+				return nil, fmt.Errorf("%w: feature %d: %v", ErrInvalidCollection, i, err)
+			}
+			polys = append(polys, p)
+		case "MultiPolygon":
+			if err := json.Unmarshal(f.Geometry.Coordinates, &polys); err != nil {
+				return nil, fmt.Errorf("%w: feature %d: %v", ErrInvalidCollection, i, err)
+			}
+		default:
+			return nil, fmt.Errorf("%w: feature %d is a %q, want Polygon or MultiPolygon", ErrInvalidCollection, i, f.Geometry.Type)
+		}
+		zone, ok := number(f.Properties, "ZONE")
+		if !ok {
+			zone = float64(i + 1)
+		}
+		if zone != math.Trunc(zone) || zone < 0 || zone > 1e9 {
+			return nil, fmt.Errorf("%w: feature %d: ZONE %v is not a whole number", ErrInvalidCollection, i, zone)
+		}
+		rv, _ := number(f.Properties, "RASTER_VAL")
+		dose, ok := number(f.Properties, "DOSE")
+		if !ok {
+			dose, _ = number(f.Properties, "RATE")
+		}
+		for _, p := range polys {
+			poly, err := toPolygon(p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: feature %d: %v", ErrInvalidCollection, i, err)
+			}
+			c.Features = append(c.Features, Feature{Zone: int(zone), RasterVal: rv, Dose: dose, Polygon: poly})
+		}
+	}
+	return c, nil
+}
+
+func number(props map[string]any, key string) (float64, bool) {
+	v, ok := props[key].(float64)
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+func toPolygon(rings [][][]float64) (orb.Polygon, error) {
+	if len(rings) == 0 {
+		return nil, errors.New("polygon without rings")
+	}
+	p := make(orb.Polygon, len(rings))
+	for i, r := range rings {
+		if len(r) < 4 {
+			return nil, fmt.Errorf("ring %d has %d points, want at least 4", i, len(r))
+		}
+		p[i] = make(orb.Ring, len(r))
+		for j, q := range r {
+			if len(q) < 2 {
+				return nil, fmt.Errorf("ring %d point %d has %d coordinates", i, j, len(q))
+			}
+			p[i][j] = orb.Point{q[0], q[1]}
+		}
+		if p[i][0] != p[i][len(r)-1] {
+			return nil, fmt.Errorf("ring %d is not closed", i)
+		}
+	}
+	return p, nil
+}
+
+// Reproject returns c in EPSG code dst.
+func (c *Collection) Reproject(dst int) (*Collection, error) {
+	if dst == c.EPSG {
+		return c, nil
+	}
+	t, err := crs.New(c.EPSG, dst)
+	if err != nil {
+		return nil, fmt.Errorf("reproject zones to EPSG:%d: %w", dst, err)
+	}
+	out := *c
+	out.EPSG = dst
+	out.Boundary = nil
+	for _, p := range c.Boundary {
+		if poly, ok := crs.Project(p, t).(orb.Polygon); ok && finitePolygon(poly) {
+			out.Boundary = append(out.Boundary, poly)
+		}
+	}
+	out.Features = make([]Feature, len(c.Features))
+	for i, f := range c.Features {
+		poly, ok := crs.Project(f.Polygon, t).(orb.Polygon)
+		if !ok || !finitePolygon(poly) {
+			return nil, fmt.Errorf("reproject zone %d to EPSG:%d: coordinates outside the CRS's area of use", f.Zone, dst)
+		}
+		f.Polygon = poly
+		out.Features[i] = f
+	}
+	return &out, nil
+}

@@ -1,0 +1,317 @@
+package zoning
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/paulmach/orb"
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-shapefile"
+)
+
+// This file is the only one that sees go-geom: shapes are converted to orb
+// right here.
+
+// Errors callers branch on (match with errors.Is); a server answers 400.
+var (
+	// ErrShapefile: the files do not make a readable shapefile (missing
+	// part, corrupt content, a limit exceeded).
+	ErrShapefile = errors.New("invalid shapefile")
+	// ErrUnknownPRJ: the .prj names no coordinate system cropkit knows.
+	ErrUnknownPRJ = errors.New("unknown shapefile coordinate system")
+	// ErrAttribute: the attribute is missing or not numeric.
+	ErrAttribute = errors.New("invalid shapefile attribute")
+)
+
+// ShapefileLimits bounds what ReadShapefile accepts, so a corrupted or
+// hostile file cannot exhaust memory. Zero fields take the defaults.
+type ShapefileLimits struct {
+	MaxFileBytes   int64 // per file (default 64 MiB)
+	MaxRecords     int   // shapes and attribute rows (default 100,000)
+	MaxParts       int   // parts of one shape (default 10,000)
+	MaxPoints      int   // points of one shape (default 1,000,000)
+	MaxTotalPoints int   // points of all shapes (default 5,000,000)
+}
+
+func (l ShapefileLimits) withDefaults() ShapefileLimits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = 64 << 20
+	}
+	if l.MaxRecords <= 0 {
+		l.MaxRecords = 100_000
+	}
+	if l.MaxParts <= 0 {
+		l.MaxParts = 10_000
+	}
+	if l.MaxPoints <= 0 {
+		l.MaxPoints = 1_000_000
+	}
+	if l.MaxTotalPoints <= 0 {
+		l.MaxTotalPoints = 5_000_000
+	}
+	return l
+}
+
+// Shapes is a shapefile read into orb geometries.
+type Shapes struct {
+	// EPSG is the coordinate system from the .prj (4326 when there is no .prj).
+	EPSG int
+	// Fields lists the attribute names in file order.
+	Fields   []string
+	Features []Shape
+}
+
+// Shape is one record: an orb.MultiPolygon, orb.MultiLineString,
+// orb.Point or orb.MultiPoint (nil for a null shape), and its attributes
+// (string, float64, int64, bool or time.Time values, as go-shapefile decodes them).
+type Shape struct {
+	Geometry   orb.Geometry
+	Attributes map[string]any
+}
+
+// ShapefileParts picks the files of the shapefile shpName (case-insensitive
+// extensions .shp, .shx, .dbf, .prj, .cpg with the same base name) out of
+// named files, e.g. the files parts of a §4.1 request. When shpName is
+// empty, the only .shp present is used.
+func ShapefileParts(files map[string][]byte, shpName string) (map[string][]byte, error) {
+	if shpName == "" {
+		for name := range files {
+			if strings.EqualFold(path.Ext(name), ".shp") {
+				if shpName != "" {
+					return nil, fmt.Errorf("%w: several .shp files, name one", ErrShapefile)
+				}
+				shpName = name
+			}
+		}
+		if shpName == "" {
+			return nil, fmt.Errorf("%w: no .shp file", ErrShapefile)
+		}
+	}
+	base := strings.TrimSuffix(path.Base(shpName), path.Ext(shpName))
+	parts := map[string][]byte{}
+	for name, data := range files {
+		b := path.Base(strings.ReplaceAll(name, `\`, "/"))
+		ext := strings.ToLower(path.Ext(b))
+		if strings.EqualFold(strings.TrimSuffix(b, path.Ext(b)), base) {
+			switch ext {
+			case ".shp", ".shx", ".dbf", ".prj", ".cpg":
+				parts[ext] = data
+			}
+		}
+	}
+	if parts[".shp"] == nil {
+		return nil, fmt.Errorf("%w: %s not found among the files", ErrShapefile, shpName)
+	}
+	return parts, nil
+}
+
+// ReadShapefile reads a shapefile from its parts, keyed by extension
+// (".shp" and ".dbf" required, ".prj", ".shx" and ".cpg" optional; see
+// ShapefileParts) with github.com/twpayne/go-shapefile under explicit limits.
+// Every error matches ErrShapefile or ErrUnknownPRJ.
+func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, err error) {
+	limits = limits.withDefaults()
+	for ext, data := range parts {
+		if int64(len(data)) > limits.MaxFileBytes {
+			return nil, fmt.Errorf("%w: %s file of %d bytes exceeds %d", ErrShapefile, ext, len(data), limits.MaxFileBytes)
+		}
+	}
+	shpData, dbfData := parts[".shp"], parts[".dbf"]
+	if shpData == nil {
+		return nil, fmt.Errorf("%w: .shp missing", ErrShapefile)
+	}
+	if dbfData == nil {
+		return nil, fmt.Errorf("%w: .dbf missing (attributes are needed)", ErrShapefile)
+	}
+	// The parser is third-party code fed untrusted bytes: a panic in it is
+	// a corrupt file, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("%w: corrupt content (%v)", ErrShapefile, r)
+		}
+	}()
+
+	// Check the counts the parser preallocates against the bytes present,
+	// before it allocates.
+	if len(dbfData) >= 12 {
+		records := int64(binary.LittleEndian.Uint32(dbfData[4:8]))
+		recordSize := int64(binary.LittleEndian.Uint16(dbfData[10:12]))
+		if records > int64(limits.MaxRecords) || records*max(recordSize, 1) > int64(len(dbfData)) {
+			return nil, fmt.Errorf("%w: .dbf claims %d records of %d bytes in %d bytes", ErrShapefile, records, recordSize, len(dbfData))
+		}
+	}
+	shp, err := shapefile.ReadSHP(bytes.NewReader(shpData), int64(len(shpData)), &shapefile.ReadSHPOptions{
+		MaxParts:      limits.MaxParts,
+		MaxPoints:     limits.MaxPoints,
+		MaxRecordSize: min(len(shpData), 8+limits.MaxPoints*40+limits.MaxParts*4+64),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: .shp: %v", ErrShapefile, err)
+	}
+	charset := ""
+	if cpg := parts[".cpg"]; len(cpg) > 0 && len(cpg) < 64 {
+		charset = strings.TrimSpace(string(cpg))
+	}
+	dbfOpts := &shapefile.ReadDBFOptions{
+		MaxHeaderSize:    min(len(dbfData), 65535),
+		MaxRecordSize:    min(len(dbfData), 65535),
+		MaxRecords:       limits.MaxRecords,
+		SkipBrokenFields: true,
+		Charset:          charset,
+	}
+	dbf, err := shapefile.ReadDBF(bytes.NewReader(dbfData), int64(len(dbfData)), dbfOpts)
+	if err != nil && charset != "" {
+		dbfOpts.Charset = "" // an unknown code page name: fall back to ISO 8859-1
+		dbf, err = shapefile.ReadDBF(bytes.NewReader(dbfData), int64(len(dbfData)), dbfOpts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: .dbf: %v", ErrShapefile, err)
+	}
+	if len(shp.Records) > limits.MaxRecords {
+		return nil, fmt.Errorf("%w: %d shapes exceed %d", ErrShapefile, len(shp.Records), limits.MaxRecords)
+	}
+	if len(dbf.Records) != len(shp.Records) {
+		return nil, fmt.Errorf("%w: %d shapes but %d attribute rows", ErrShapefile, len(shp.Records), len(dbf.Records))
+	}
+
+	s = &Shapes{EPSG: 4326}
+	if prj := parts[".prj"]; len(prj) > 0 {
+		if s.EPSG, err = EPSGFromPRJ(string(prj)); err != nil {
+			return nil, err
+		}
+	}
+	for _, fd := range dbf.FieldDescriptors {
+		s.Fields = append(s.Fields, fd.Name)
+	}
+	total := 0
+	for i, rec := range shp.Records {
+		var g orb.Geometry
+		if rec.Geom != nil {
+			total += len(rec.Geom.FlatCoords()) / max(rec.Geom.Stride(), 1)
+			if total > limits.MaxTotalPoints {
+				return nil, fmt.Errorf("%w: more than %d points in all", ErrShapefile, limits.MaxTotalPoints)
+			}
+			if g, err = toOrb(rec.Geom); err != nil {
+				return nil, fmt.Errorf("%w: shape %d: %v", ErrShapefile, i+1, err)
+			}
+		}
+		s.Features = append(s.Features, Shape{Geometry: g, Attributes: dbf.Record(i)})
+	}
+	return s, nil
+}
+
+// toOrb converts a go-geom geometry (2-D part only) to orb.
+func toOrb(g geom.T) (orb.Geometry, error) {
+	stride := g.Stride()
+	flat := g.FlatCoords()
+	pts := func(from, to int) []orb.Point {
+		out := make([]orb.Point, 0, (to-from)/stride)
+		for i := from; i+1 < to; i += stride {
+			out = append(out, orb.Point{flat[i], flat[i+1]})
+		}
+		return out
+	}
+	for _, v := range flat {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, errors.New("coordinate not finite")
+		}
+	}
+	switch g := g.(type) {
+	case *geom.Point:
+		return orb.Point{g.X(), g.Y()}, nil
+	case *geom.MultiPoint:
+		return orb.MultiPoint(pts(0, len(flat))), nil
+	case *geom.MultiLineString:
+		var mls orb.MultiLineString
+		start := 0
+		for _, end := range g.Ends() {
+			mls = append(mls, orb.LineString(pts(start, end)))
+			start = end
+		}
+		return mls, nil
+	case *geom.MultiPolygon:
+		var mp orb.MultiPolygon
+		start := 0
+		for _, ends := range g.Endss() {
+			var p orb.Polygon
+			for _, end := range ends {
+				p = append(p, orb.Ring(pts(start, end)))
+				start = end
+			}
+			mp = append(mp, p)
+		}
+		return mp, nil
+	}
+	return nil, fmt.Errorf("unsupported geometry %T", g)
+}
+
+var (
+	authorityRE = regexp.MustCompile(`(?i)AUTHORITY\s*\[\s*"EPSG"\s*,\s*"?(\d+)"?\s*\]\s*\]\s*$`)
+	idRE        = regexp.MustCompile(`(?i)ID\s*\[\s*"EPSG"\s*,\s*(\d+)\s*\]\s*\]\s*$`)
+	headRE      = regexp.MustCompile(`^\s*([A-Z_]+)\s*\[\s*"([^"]*)"`)
+	utmRE       = regexp.MustCompile(`(?i)^(WGS[ _]?(?:19)?84|ETRS[ _]?(?:19)?89)[ _/]+UTM[ _]zone[ _](\d{1,2})([NS])$`)
+)
+
+// EPSGFromPRJ finds the EPSG code of a .prj (ESRI or OGC WKT): the
+// top-level AUTHORITY["EPSG",…] or ID["EPSG",…] when present, else the
+// coordinate system's name, in the common ESRI and EPSG spellings:
+// WGS_1984_UTM_Zone_33N / "WGS 84 / UTM zone 33N" (326xx, 327xx),
+// ETRS_1989_UTM_Zone_32N (258xx), GCS_WGS_1984 / "WGS 84" (4326),
+// GCS_ETRS_1989 (4258), WGS_1984_Web_Mercator_Auxiliary_Sphere (3857),
+// ETRS_1989_LAEA (3035).
+func EPSGFromPRJ(wkt string) (int, error) {
+	wkt = strings.TrimSpace(strings.TrimPrefix(wkt, "\ufeff"))
+	for _, re := range []*regexp.Regexp{authorityRE, idRE} {
+		if m := re.FindStringSubmatch(wkt); m != nil {
+			if code, err := strconv.Atoi(m[1]); err == nil && code > 0 {
+				return code, nil
+			}
+		}
+	}
+	m := headRE.FindStringSubmatch(wkt)
+	if m == nil {
+		return 0, fmt.Errorf("%w: %.60q is not WKT", ErrUnknownPRJ, wkt)
+	}
+	kind, name := strings.ToUpper(m[1]), strings.TrimSpace(m[2])
+	norm := strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(name))
+	switch kind {
+	case "GEOGCS", "GEOGCRS", "GEODCRS":
+		switch norm {
+		case "GCS_WGS_1984", "WGS_84", "WGS_1984", "WGS84":
+			return 4326, nil
+		case "GCS_ETRS_1989", "ETRS89", "ETRS_1989":
+			return 4258, nil
+		}
+	case "PROJCS", "PROJCRS":
+		if u := utmRE.FindStringSubmatch(name); u != nil {
+			zone, _ := strconv.Atoi(u[2])
+			if zone >= 1 && zone <= 60 {
+				south := strings.EqualFold(u[3], "S")
+				switch {
+				case strings.HasPrefix(strings.ToUpper(u[1]), "ETRS"):
+					if !south {
+						return 25800 + zone, nil
+					}
+				case south:
+					return 32700 + zone, nil
+				default:
+					return 32600 + zone, nil
+				}
+			}
+		}
+		switch norm {
+		case "WGS_1984_WEB_MERCATOR_AUXILIARY_SPHERE", "WGS_84_/_PSEUDO_MERCATOR", "WGS_1984_WEB_MERCATOR":
+			return 3857, nil
+		case "ETRS_1989_LAEA", "ETRS89_/_LAEA_EUROPE", "ETRS89_LAEA_EUROPE", "ETRS_1989_LAEA_EUROPE":
+			return 3035, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %s[%q]", ErrUnknownPRJ, kind, name)
+}

@@ -165,7 +165,7 @@ func TestClientEveryOperation(t *testing.T) {
 	v, err := ann.Value(ctx, client.ValueRequest{FieldName: "wheat", Index: "ndvi", Lat: lat, Lon: lon, Date: "2019-06-20"})
 	require.NoError(t, err)
 	assert.Equal(t, "2019-06-20", v.Date)
-	assert.Equal(t, float64(float32(rep.Values[idx])), v.Value)
+	assert.Equal(t, float32(rep.Values[idx]), float32(v.Value))
 
 	// Metadata.
 	mr, err := ann.RegisterMetadata(ctx, client.MetadataRecord{FieldName: "wheat", StartDate: "2018-10-20", CropType: ptr("winter wheat"),

@@ -41,24 +41,47 @@ func PolygonizeSimplified(labels []int32, g Grid, nodata int32, tol float64) []L
 		}
 		return p
 	}
+	// The regions each arc borders (one or two), to recheck after a revert.
+	arcRegions := make([][]int32, len(a.arcs))
+	for k, uses := range a.uses {
+		for _, u := range uses {
+			arcRegions[u.arc] = append(arcRegions[u.arc], t.rings[k].region)
+		}
+	}
+	polys := make([]orb.Polygon, len(rg.size))
+	dirty := make([]bool, len(rg.size))
+	for i := range dirty {
+		dirty[i] = true
+	}
+	revert := func(i int32) bool {
+		if a.arcs[i].reverted {
+			return false
+		}
+		a.arcs[i].cur, a.arcs[i].reverted = a.arcs[i].orig, true
+		for _, region := range arcRegions[i] {
+			dirty[region] = true
+		}
+		return true
+	}
 	// Revert offending arcs until nothing offends; the pixel-edge arcs
 	// themselves never do, so this ends.
-	for range len(a.arcs) + 1 {
+	for {
 		changed := false
 		for _, i := range a.conflicts(g) {
-			if !a.arcs[i].reverted {
-				a.arcs[i].cur, a.arcs[i].reverted, changed = a.arcs[i].orig, true, true
-			}
+			changed = revert(i) || changed
 		}
-		for region := range rg.size {
-			if ValidatePolygon(assemble(region)) == nil {
+		for region := range polys {
+			if !dirty[region] {
+				continue
+			}
+			dirty[region] = false
+			polys[region] = assemble(region)
+			if ValidatePolygon(polys[region]) == nil {
 				continue
 			}
 			for _, k := range t.byRegion[region] {
 				for _, u := range a.uses[k] {
-					if !a.arcs[u.arc].reverted {
-						a.arcs[u.arc].cur, a.arcs[u.arc].reverted, changed = a.arcs[u.arc].orig, true, true
-					}
+					changed = revert(u.arc) || changed
 				}
 			}
 		}
@@ -68,7 +91,10 @@ func PolygonizeSimplified(labels []int32, g Grid, nodata int32, tol float64) []L
 	}
 	out := make([]LabeledPolygon, len(rg.size))
 	for region := range out {
-		out[region] = LabeledPolygon{Label: rg.label[region], Polygon: assemble(region)}
+		if dirty[region] {
+			polys[region] = assemble(region)
+		}
+		out[region] = LabeledPolygon{Label: rg.label[region], Polygon: polys[region]}
 	}
 	return out
 }

@@ -109,42 +109,109 @@ func ValidateMultiPolygon(mp orb.MultiPolygon) error {
 		}
 	}
 	// No crossings: each ring lies wholly inside or outside any other, so
-	// one vertex not on the other's boundary decides.
+	// one vertex not on the other's boundary decides. The point-in-ring
+	// tests are paid from the same work budget as the sweep.
+	budget := maxPairChecks
+	inside := func(a, b orb.Ring) (bool, error) {
+		if budget -= len(b); budget < 0 {
+			return false, invalidf("too complex to check ring nesting (over %d steps)", maxPairChecks)
+		}
+		return ringInside(a, b), nil
+	}
 	for i, p := range clean {
 		shell := p[0]
 		for j, h := range p[1:] {
-			if !ringInside(h, shell) {
+			in, err := inside(h, shell)
+			if err != nil {
+				return err
+			}
+			if !in {
 				return invalidf("%s ring %d (a hole) is not inside the exterior ring", name(i), j+1)
 			}
-			for k, o := range p[1:] {
-				if k != j && bboxContains(ringBound(o), ringBound(h)) && ringInside(h, o) {
-					return invalidf("%s ring %d (a hole) lies inside ring %d (another hole)", name(i), j+1, k+1)
-				}
+		}
+		holes := make([]orb.Bound, len(p)-1)
+		for j, h := range p[1:] {
+			holes[j] = ringBound(h)
+		}
+		err := containedPairs(holes, &budget, func(outer, inner int) error {
+			in, err := inside(p[1+inner], p[1+outer])
+			if err == nil && in {
+				err = invalidf("%s ring %d (a hole) lies inside ring %d (another hole)", name(i), inner+1, outer+1)
 			}
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if polygonArea(orb.Polygon(p)) <= 0 {
 			return invalidf("%s has zero or negative area (its holes cover its exterior)", name(i))
 		}
 	}
 	// Polygons overlap when one's shell lies in the other's interior.
-	for i := range clean {
-		for j := range clean {
-			if i == j || !bboxContains(ringBound(clean[i][0]), ringBound(clean[j][0])) {
-				continue
+	shells := make([]orb.Bound, len(clean))
+	for i, p := range clean {
+		shells[i] = ringBound(p[0])
+	}
+	return containedPairs(shells, &budget, func(outer, inner int) error {
+		in, err := inside(clean[inner][0], clean[outer][0])
+		if err != nil || !in {
+			return err
+		}
+		for _, h := range clean[outer][1:] {
+			if in, err = inside(clean[inner][0], h); err != nil || in {
+				return err // in a hole of the other: fine
 			}
-			if ringInside(clean[j][0], clean[i][0]) {
-				inHole := false
-				for _, h := range clean[i][1:] {
-					if ringInside(clean[j][0], h) {
-						inHole = true
-						break
-					}
+		}
+		return invalidf("polygons %d and %d overlap", inner, outer)
+	})
+}
+
+// containedPairs calls fn(outer, inner) for every pair of bounds where
+// bounds[outer] contains bounds[inner], found with a sweep along x; each
+// active bound visited costs one unit of *budget.
+func containedPairs(bounds []orb.Bound, budget *int, fn func(outer, inner int) error) error {
+	if len(bounds) < 2 {
+		return nil
+	}
+	order := make([]int, len(bounds))
+	for i := range order {
+		order[i] = i
+	}
+	// By minX, larger boxes first on ties so containers precede contents.
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case bounds[a].Min[0] < bounds[b].Min[0]:
+			return -1
+		case bounds[a].Min[0] > bounds[b].Min[0]:
+			return 1
+		case bounds[a].Max[0] > bounds[b].Max[0]:
+			return -1
+		case bounds[a].Max[0] < bounds[b].Max[0]:
+			return 1
+		}
+		return a - b
+	})
+	var active []int
+	for _, j := range order {
+		bj := bounds[j]
+		active = slices.DeleteFunc(active, func(k int) bool { return bounds[k].Max[0] < bj.Min[0] })
+		if *budget -= len(active); *budget < 0 {
+			return invalidf("too complex to check ring nesting (over %d steps)", maxPairChecks)
+		}
+		for _, k := range active {
+			if bboxContains(bounds[k], bj) {
+				if err := fn(k, j); err != nil {
+					return err
 				}
-				if !inHole {
-					return invalidf("polygons %d and %d overlap", j, i)
+			}
+			// Equal boxes: either may contain the other.
+			if bounds[k] == bj {
+				if err := fn(j, k); err != nil {
+					return err
 				}
 			}
 		}
+		active = append(active, j)
 	}
 	return nil
 }
@@ -323,56 +390,89 @@ type segment struct {
 	a, b       orb.Point
 	poly, ring int
 	idx, n     int // index in its ring and the ring's segment count
-	minX, maxX float64
 }
 
-// checkCrossings sweeps all segments along one axis and compares each with
-// the active ones overlapping it: O(n log n + pairs). The axis is the one
-// along which segments overlap least; the work (active segments visited) is
-// bounded by maxPairChecks, beyond which the geometry is refused.
+// cellEntry puts a segment in a grid cell.
+type cellEntry struct {
+	cell int64
+	seg  int32
+}
+
+// checkCrossings finds any two segments that meet where they must not. The
+// segments go into a uniform grid (each into the cells it passes through)
+// and are compared within a cell, so work is near-linear for real polygons;
+// cell entries and pairs compared are bounded by maxPairChecks, beyond which
+// the geometry is refused (crafted spikes all crossing one spot).
 func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
-	// Expected overlaps along x: Σ width / total width; likewise along y.
+	var segs []segment
 	var b orb.Bound
-	first := true
-	var sumW, sumH float64
-	for _, p := range polys {
-		for _, r := range p {
-			for k := 0; k+1 < len(r); k++ {
-				sumW += math.Abs(r[k+1][0] - r[k][0])
-				sumH += math.Abs(r[k+1][1] - r[k][1])
-			}
-			if first {
-				b, first = ringBound(r), false
+	for i, p := range polys {
+		for j, r := range p {
+			if i == 0 && j == 0 {
+				b = ringBound(r)
 			} else {
 				b = b.Union(ringBound(r))
 			}
-		}
-	}
-	swap := sumH*(b.Max[0]-b.Min[0]) < sumW*(b.Max[1]-b.Min[1])
-	flip := func(p orb.Point) orb.Point {
-		if swap {
-			return orb.Point{p[1], p[0]}
-		}
-		return p
-	}
-	var segs []segment
-	for i, p := range polys {
-		for j, r := range p {
 			n := len(r) - 1
 			for k := range n {
-				a, b := flip(r[k]), flip(r[k+1])
-				segs = append(segs, segment{a: a, b: b, poly: i, ring: j, idx: k, n: n, minX: min(a[0], b[0]), maxX: max(a[0], b[0])})
+				segs = append(segs, segment{a: r[k], b: r[k+1], poly: i, ring: j, idx: k, n: n})
 			}
 		}
 	}
-	slices.SortFunc(segs, func(s, t segment) int {
+	// Cells as wide and tall as the mean segment extent in x and in y: each
+	// segment then covers a few cells and a cell holds a few segments, even
+	// for long thin teeth. Cells are only named, never allocated.
+	var sumW, sumH float64
+	for _, sg := range segs {
+		sumW += math.Abs(sg.b[0] - sg.a[0])
+		sumH += math.Abs(sg.b[1] - sg.a[1])
+	}
+	w, h := b.Max[0]-b.Min[0], b.Max[1]-b.Min[1]
+	cw := max(sumW/float64(len(segs)), w/(1<<20), 1e-300)
+	ch := max(sumH/float64(len(segs)), h/(1<<20), 1e-300)
+	nx := int(min(w/cw+1, 1<<20))
+	ny := int(min(h/ch+1, 1<<20))
+	col := func(x float64) int { return min(max(int((x-b.Min[0])/cw), 0), nx-1) }
+	row := func(y float64) int { return min(max(int((y-b.Min[1])/ch), 0), ny-1) }
+
+	budget := maxPairChecks
+	tooComplex := func() error {
+		return invalidf("too complex to check for self-intersections (over %d segment comparisons)", maxPairChecks)
+	}
+	var entries []cellEntry
+	for si, sg := range segs {
+		// Walk the columns the segment spans; in each, the rows its piece
+		// there spans (a conservative cover of the cells it crosses).
+		p, q := sg.a, sg.b
+		if p[0] > q[0] {
+			p, q = q, p
+		}
+		c0, c1 := col(p[0]), col(q[0])
+		for c := c0; c <= c1; c++ {
+			ya, yb := p[1], q[1]
+			if q[0] > p[0] {
+				x0 := max(p[0], b.Min[0]+float64(c)*cw)
+				x1 := min(q[0], b.Min[0]+float64(c+1)*cw)
+				ya = p[1] + (x0-p[0])*(q[1]-p[1])/(q[0]-p[0])
+				yb = p[1] + (x1-p[0])*(q[1]-p[1])/(q[0]-p[0])
+			}
+			r0, r1 := row(min(ya, yb)), row(max(ya, yb))
+			if budget -= r1 - r0 + 1; budget < 0 {
+				return tooComplex()
+			}
+			for r := r0; r <= r1; r++ {
+				entries = append(entries, cellEntry{cell: int64(r)*int64(nx) + int64(c), seg: int32(si)})
+			}
+		}
+	}
+	slices.SortFunc(entries, func(x, y cellEntry) int {
 		switch {
-		case s.minX < t.minX:
+		case x.cell < y.cell:
 			return -1
-		case s.minX > t.minX:
+		case x.cell > y.cell:
 			return 1
 		}
-		return 0
+		return int(x.seg - y.seg)
 	})
 	ringName := func(s segment) string {
 		if s.ring == 0 {
@@ -380,54 +480,51 @@ func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
 		}
 		return fmt.Sprintf("%s ring %d", name(s.poly), s.ring)
 	}
-	var active []int
-	work := 0
-	for si := range segs {
-		s := &segs[si]
-		active = slices.DeleteFunc(active, func(k int) bool { return segs[k].maxX < s.minX })
-		if work += len(active); work > maxPairChecks {
-			return invalidf("too complex to check for self-intersections (over %d overlapping segment pairs)", maxPairChecks)
+	for lo := 0; lo < len(entries); {
+		hi := lo
+		for hi < len(entries) && entries[hi].cell == entries[lo].cell {
+			hi++
 		}
-		sMinY, sMaxY := min(s.a[1], s.b[1]), max(s.a[1], s.b[1])
-		for _, k := range active {
-			t := &segs[k]
-			if max(t.a[1], t.b[1]) < sMinY || min(t.a[1], t.b[1]) > sMaxY {
-				continue
-			}
-			kind, at := classify(s.a, s.b, t.a, t.b)
-			if kind == noContact {
-				continue
-			}
-			at = flip(at)
-			sameRing := s.poly == t.poly && s.ring == t.ring
-			if sameRing {
-				d := s.idx - t.idx
-				adjacent := d == 1 || d == -1 || d == s.n-1 || d == 1-s.n
-				switch {
-				case adjacent && kind == overlapping:
-					return invalidf("%s doubles back on itself at %s", ringName(*s), fmtPoint(at))
-				case adjacent:
+		if budget -= (hi - lo) * (hi - lo - 1) / 2; budget < 0 {
+			return tooComplex()
+		}
+		for x := lo; x < hi; x++ {
+			s := &segs[entries[x].seg]
+			for y := x + 1; y < hi; y++ {
+				t := &segs[entries[y].seg]
+				kind, at := classify(s.a, s.b, t.a, t.b)
+				if kind == noContact {
 					continue
-				case kind == crossing:
-					return invalidf("%s intersects itself at %s", ringName(*s), fmtPoint(at))
-				default:
-					return invalidf("%s touches itself at %s", ringName(*s), fmtPoint(at))
 				}
-			}
-			switch kind {
-			case crossing:
-				if s.poly != t.poly {
-					return invalidf("%s and %s cross at %s", name(t.poly), name(s.poly), fmtPoint(at))
+				if s.poly == t.poly && s.ring == t.ring {
+					d := s.idx - t.idx
+					adjacent := d == 1 || d == -1 || d == s.n-1 || d == 1-s.n
+					switch {
+					case adjacent && kind == overlapping:
+						return invalidf("%s doubles back on itself at %s", ringName(*s), fmtPoint(at))
+					case adjacent:
+						continue
+					case kind == crossing:
+						return invalidf("%s intersects itself at %s", ringName(*s), fmtPoint(at))
+					default:
+						return invalidf("%s touches itself at %s", ringName(*s), fmtPoint(at))
+					}
 				}
-				return invalidf("%s and ring %d cross at %s", ringName(*t), s.ring, fmtPoint(at))
-			case overlapping:
-				if s.poly != t.poly {
-					return invalidf("%s and %s share an edge at %s", name(t.poly), name(s.poly), fmtPoint(at))
+				switch kind {
+				case crossing:
+					if s.poly != t.poly {
+						return invalidf("%s and %s cross at %s", name(s.poly), name(t.poly), fmtPoint(at))
+					}
+					return invalidf("%s and ring %d cross at %s", ringName(*s), t.ring, fmtPoint(at))
+				case overlapping:
+					if s.poly != t.poly {
+						return invalidf("%s and %s share an edge at %s", name(s.poly), name(t.poly), fmtPoint(at))
+					}
+					return invalidf("%s and ring %d share an edge at %s", ringName(*s), t.ring, fmtPoint(at))
 				}
-				return invalidf("%s and ring %d share an edge at %s", ringName(*t), s.ring, fmtPoint(at))
 			}
 		}
-		active = append(active, si)
+		lo = hi
 	}
 	return nil
 }

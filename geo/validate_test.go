@@ -144,6 +144,22 @@ func TestValidateIsNotQuadratic(t *testing.T) {
 	require.True(t, errors.As(err, &ie), "%v", err)
 	t.Log(ie.Reason)
 
+	// 15,000 small holes (75,000 vertices) and as many islands: nesting
+	// checks stay near-linear.
+	holey := orb.Polygon{box(0, 0, 1000, 1000)}
+	islands := orb.MultiPolygon{}
+	for i := range 15_000 {
+		x, y := float64(i%150)*6+10, float64(i/150)*6+10
+		holey = append(holey, box(x, y, x+2, y+2))
+		if i < 5_000 {
+			islands = append(islands, orb.Polygon{box(x+1001, y, x+1003, y+2)})
+		}
+	}
+	start = time.Now()
+	require.NoError(t, geo.ValidatePolygon(holey))
+	require.NoError(t, geo.ValidateMultiPolygon(islands))
+	assert.Less(t, time.Since(start), 20*time.Second)
+
 	// Too many vertices is refused up front.
 	big := make(orb.Ring, geo.MaxVertices+1)
 	for i := range big {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
@@ -181,5 +182,71 @@ func BenchmarkReadField100ha(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrentFieldsShareCache reads neighbouring fields from many
+// goroutines (run with -race): every result equals the sequential one.
+func TestConcurrentFieldsShareCache(t *testing.T) {
+	dir := writeTileScene(t)
+	s, err := OpenScene(context.Background(), dir, SceneOptions{CacheBytes: 4 << 20}) // small: forces evictions
+	require.NoError(t, err)
+	defer s.Close()
+	var fields []orb.MultiPolygon
+	for i := 0; i < 16; i++ {
+		fields = append(fields, squareField(t, 400+i*37, 450+(i%4)*90, 60))
+	}
+	want := make([]Stats, len(fields))
+	for i, f := range fields {
+		ps, err := s.FieldProducts(context.Background(), f, []string{"ndvi"}, nil)
+		require.NoError(t, err)
+		want[i] = ps[0].Stats
+	}
+	var wg sync.WaitGroup
+	got := make([]Stats, len(fields))
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(fields); i += 4 {
+				ps, err := s.FieldProducts(context.Background(), fields[i], []string{"ndvi"}, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[i] = ps[0].Stats
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, want, got)
+	assert.Equal(t, 3600, want[0].Num)
+}
+
+// BenchmarkPeerTileField100ha reads and computes ndvi, ndre, ndwi, evi for
+// the peers' 100 ha field of their real-size 10980² COG tile (DEFLATE +
+// predictor, realistic compression), without the tile cache: the cost of one
+// field in a one-off request. Skipped when the peers' inputs are absent
+// (see ../shared/bench/peers/README.md; PEERS_DATA overrides /tmp/peers-data).
+func BenchmarkPeerTileField100ha(b *testing.B) {
+	dir := os.Getenv("PEERS_DATA")
+	if dir == "" {
+		dir = "/tmp/peers-data"
+	}
+	dir = filepath.Join(dir, "tile")
+	data, err := os.ReadFile(filepath.Join(dir, "field_100ha.geojson"))
+	if err != nil {
+		b.Skipf("peers' inputs absent: %v", err)
+	}
+	feats, err := geo.ReadFeatures(data)
+	require.NoError(b, err)
+	s, err := OpenScene(context.Background(), dir, SceneOptions{CacheBytes: -1, Date: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)})
+	require.NoError(b, err)
+	defer s.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.FieldProducts(context.Background(), feats[0].Geometry, []string{"ndvi", "ndre", "ndwi", "evi"}, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

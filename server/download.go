@@ -63,7 +63,7 @@ type imageRequest struct {
 	prev   *StoredProduct
 }
 
-func (s *Server) resolveImage(ctx context.Context, c *call, index string) (imageRequest, error) {
+func (s *Server) resolveImage(ctx context.Context, c *call, index string, withGeometry bool) (imageRequest, error) {
 	index = strings.ToLower(index)
 	if err := s.checkIndex(c.user, index); err != nil {
 		return imageRequest{}, err
@@ -72,7 +72,7 @@ func (s *Server) resolveImage(ctx context.Context, c *call, index string) (image
 	if err != nil {
 		return imageRequest{}, err
 	}
-	f, err := s.userField(ctx, c)
+	f, err := s.loadField(ctx, c, withGeometry)
 	if err != nil {
 		return imageRequest{}, err
 	}
@@ -191,7 +191,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
-	q, err := s.resolveImage(r.Context(), c, service)
+	q, err := s.resolveImage(r.Context(), c, service, false)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 	if from != "" && to != "" && to < from {
 		return badRequest("end_date %s is before start_date %s", to, from)
 	}
-	f, err := s.userField(r.Context(), c)
+	f, err := s.loadField(r.Context(), c, false)
 	if err != nil {
 		return err
 	}
@@ -342,7 +342,7 @@ func (s *Server) handleValue(w http.ResponseWriter, r *http.Request, c *call) er
 	if lat < -90 || lat > 90 || lon < -180 || lon > 180 {
 		return badRequest("lat must be within [-90, 90] and lon within [-180, 180]")
 	}
-	q, err := s.resolveImage(r.Context(), c, index)
+	q, err := s.resolveImage(r.Context(), c, index, true)
 	if err != nil {
 		return err
 	}
@@ -408,7 +408,7 @@ func (s *Server) handleRaster(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	q, err := s.resolveImage(r.Context(), c, index)
+	q, err := s.resolveImage(r.Context(), c, index, false)
 	if err != nil {
 		return err
 	}

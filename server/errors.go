@@ -68,7 +68,9 @@ func writeError(w http.ResponseWriter, e *Error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(e.Status)
-	json.NewEncoder(w).Encode(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
 }
 
 // asAPIError maps err to the error answered: an *Error as is, a body over

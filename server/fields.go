@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,13 +54,15 @@ type fieldResponse struct {
 
 // writeJSON answers v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
+	_, err := w.Write(buf.Bytes())
 	return err
 }
 
@@ -167,11 +170,20 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 // userField loads the caller's field named by the field_name parameter
 // (404 for a missing field and another user's field alike).
 func (s *Server) userField(ctx context.Context, c *call) (Field, error) {
+	return s.loadField(ctx, c, true)
+}
+
+// loadField is userField, without the geometry unless withGeometry.
+func (s *Server) loadField(ctx context.Context, c *call, withGeometry bool) (Field, error) {
 	name, err := c.params.required("field_name")
 	if err != nil {
 		return Field{}, err
 	}
-	f, err := s.store.FieldByName(ctx, c.user.ID, name)
+	load := s.store.FieldByName
+	if !withGeometry {
+		load = s.store.FieldSummary
+	}
+	f, err := load(ctx, c.user.ID, name)
 	if errors.Is(err, ErrNotFound) {
 		return Field{}, fieldNotFound(name)
 	}

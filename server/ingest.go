@@ -405,7 +405,9 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 // receiveScene writes the band parts of a multipart upload into a fresh
-// temporary scene folder DATA/tmp/upload-*/scene and returns it with the date field.
+// temporary scene folder DATA/tmp/upload-*/upload and returns it with the
+// date field (the folder is renamed after the date once it is known, so the
+// scene's id reads upload-…/YYYY-MM-DD).
 func (s *Server) receiveScene(r *http.Request) (dir, date string, err error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -419,7 +421,7 @@ func (s *Server) receiveScene(r *http.Request) (dir, date string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("upload folder: %w", err)
 	}
-	dir = filepath.Join(root, "scene")
+	dir = filepath.Join(root, "upload")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return dir, "", fmt.Errorf("upload folder: %w", err)
 	}
@@ -466,6 +468,12 @@ func (s *Server) receiveScene(r *http.Request) (dir, date string, err error) {
 	}
 	if bands == 0 {
 		return dir, "", badRequest("upload holds no band file")
+	}
+	if _, err := time.Parse(DateLayout, date); err == nil {
+		dated := filepath.Join(root, date)
+		if err := os.Rename(dir, dated); err == nil {
+			dir = dated
+		}
 	}
 	return dir, date, nil
 }

@@ -39,7 +39,7 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	f, err := s.store.FieldByName(r.Context(), c.user.ID, rec.FieldName)
+	f, err := s.store.FieldSummary(r.Context(), c.user.ID, rec.FieldName)
 	if errors.Is(err, ErrNotFound) {
 		return fieldNotFound(rec.FieldName)
 	}
@@ -103,7 +103,7 @@ type metadataListResponse struct {
 
 // handleMetadataList returns a field's seasons by start date.
 func (s *Server) handleMetadataList(w http.ResponseWriter, r *http.Request, c *call) error {
-	f, err := s.userField(r.Context(), c)
+	f, err := s.loadField(r.Context(), c, false)
 	if err != nil {
 		return err
 	}

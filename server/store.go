@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -41,6 +42,9 @@ var (
 type Store struct {
 	db  *sql.DB
 	dir string
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared read statements by SQL text
 }
 
 // DBFile is the database file name inside a data directory.
@@ -62,7 +66,7 @@ func OpenStore(ctx context.Context, dir string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	db.SetMaxOpenConns(8)
-	s := &Store{db: db, dir: dir}
+	s := &Store{db: db, dir: dir, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
@@ -71,7 +75,40 @@ func OpenStore(ctx context.Context, dir string) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// stmt returns the prepared statement of query, preparing it once: parsing
+// SQL costs more than running these small queries.
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// queryRow runs a read query through the statement cache.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) (*sql.Row, error) {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(ctx, args...), nil
+}
 
 // DB is the underlying database, for packages that own tables of their own
 // (the webhook outbox).
@@ -355,9 +392,13 @@ func (s *Store) createToken(ctx context.Context, userID int64) (string, error) {
 
 // UserByToken returns the account a token belongs to, or ErrNotFound.
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
-	u, err := scanUser(s.db.QueryRowContext(ctx,
+	row, err := s.queryRow(ctx,
 		`SELECT u.id, u.name, u.is_admin, u.indices FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`,
-		tokenHash(token)))
+		tokenHash(token))
+	if err != nil {
+		return User{}, fmt.Errorf("token: %w", err)
+	}
+	u, err := scanUser(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("token: %w", ErrNotFound)
 	}
@@ -556,14 +597,41 @@ func (s *Store) fieldByID(ctx context.Context, id int64) (Field, error) {
 // FieldByName returns the field name of user userID, or ErrNotFound (also when
 // another user has a field of that name).
 func (s *Store) FieldByName(ctx context.Context, userID int64, name string) (Field, error) {
-	f, err := scanField(s.db.QueryRowContext(ctx,
-		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.user_id = ? AND f.name = ?`, userID, name))
+	row, err := s.queryRow(ctx,
+		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.user_id = ? AND f.name = ?`, userID, name)
+	if err != nil {
+		return Field{}, fmt.Errorf("field %q: %w", name, err)
+	}
+	f, err := scanField(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Field{}, fmt.Errorf("field %q: %w", name, ErrNotFound)
 	}
 	if err != nil {
 		return Field{}, fmt.Errorf("field %q: %w", name, err)
 	}
+	return f, nil
+}
+
+// FieldSummary is FieldByName without the geometry (Geometry nil, Bound
+// from the stored box): for the many requests that do not need it.
+func (s *Store) FieldSummary(ctx context.Context, userID int64, name string) (Field, error) {
+	row, err := s.queryRow(ctx, `SELECT f.id, f.user_id, u.name, f.name, f.grp, f.indices, f.min_lon, f.min_lat, f.max_lon, f.max_lat
+		FROM fields f JOIN users u ON u.id = f.user_id WHERE f.user_id = ? AND f.name = ?`, userID, name)
+	if err != nil {
+		return Field{}, fmt.Errorf("field %q: %w", name, err)
+	}
+	var (
+		f       Field
+		indices string
+	)
+	err = row.Scan(&f.ID, &f.OwnerID, &f.Owner, &f.Name, &f.Group, &indices, &f.Bound.Min[0], &f.Bound.Min[1], &f.Bound.Max[0], &f.Bound.Max[1])
+	if errors.Is(err, sql.ErrNoRows) {
+		return Field{}, fmt.Errorf("field %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Field{}, fmt.Errorf("field %q: %w", name, err)
+	}
+	f.Indices = splitList(indices)
 	return f, nil
 }
 
@@ -781,7 +849,11 @@ func (s *Store) Products(ctx context.Context, q ProductQuery) ([]StoredProduct, 
 		sqlText += ` AND usable = 1`
 	}
 	sqlText += ` ORDER BY idx, date`
-	rows, err := s.db.QueryContext(ctx, sqlText, args...)
+	st, err := s.stmt(ctx, sqlText)
+	if err != nil {
+		return nil, fmt.Errorf("products of field %d: %w", q.FieldID, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("products of field %d: %w", q.FieldID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/paulmach/orb"
@@ -101,54 +102,76 @@ func (c *Collection) Zones() []int {
 	return slices.Compact(ids)
 }
 
-// The §2.4 JSON shapes.
-type (
-	collectionJSON struct {
-		Type     string        `json:"type"`
-		CRS      *crsJSON      `json:"crs,omitempty"`
-		Features []featureJSON `json:"features"`
-	}
-	crsJSON struct {
-		Type       string `json:"type"`
-		Properties struct {
-			Name string `json:"name"`
-		} `json:"properties"`
-	}
-	featureJSON struct {
-		Type       string          `json:"type"`
-		Geometry   geometryJSON    `json:"geometry"`
-		Properties json.RawMessage `json:"properties"`
-	}
-	geometryJSON struct {
-		Type        string          `json:"type"`
-		Coordinates json.RawMessage `json:"coordinates"`
-	}
-	propertiesJSON struct {
-		DOSE      float64 `json:"DOSE"`
-		RASTERVAL float64 `json:"RASTER_VAL"`
-		ZONE      int     `json:"ZONE"`
-	}
-)
+// geometryJSON is a GeoJSON geometry whose coordinates are decoded by type.
+type geometryJSON struct {
+	Type        string          `json:"type"`
+	Coordinates json.RawMessage `json:"coordinates"`
+}
 
 // MarshalJSON encodes the §2.4 zone collection: a FeatureCollection with a
 // named crs member (urn:ogc:def:crs:EPSG::<code>) and one Polygon feature
 // per zone part with DOSE, RASTER_VAL and ZONE. Outer rings are
-// counter-clockwise and holes clockwise.
+// counter-clockwise and holes clockwise. It writes the JSON directly: a
+// 10,000 ha field has hundreds of thousands of vertices.
 func (c *Collection) MarshalJSON() ([]byte, error) {
-	out := collectionJSON{Type: "FeatureCollection", CRS: &crsJSON{Type: "name"}, Features: make([]featureJSON, 0, len(c.Features))}
-	out.CRS.Properties.Name = crs.URN(c.EPSG)
+	n := 0
 	for _, f := range c.Features {
-		coords, err := json.Marshal(ringsCoords(f.Polygon))
-		if err != nil {
-			return nil, fmt.Errorf("zone %d: %w", f.Zone, err)
+		for _, r := range f.Polygon {
+			n += len(r)
 		}
-		props, err := json.Marshal(propertiesJSON{DOSE: finiteOr0(f.Dose), RASTERVAL: finiteOr0(f.RasterVal), ZONE: f.Zone})
-		if err != nil {
-			return nil, err
-		}
-		out.Features = append(out.Features, featureJSON{Type: "Feature", Geometry: geometryJSON{Type: "Polygon", Coordinates: coords}, Properties: props})
 	}
-	return json.Marshal(out)
+	b := make([]byte, 0, 128+len(c.Features)*128+n*40)
+	b = append(b, `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":`...)
+	b = strconv.AppendQuote(b, crs.URN(c.EPSG))
+	b = append(b, `}},"features":[`...)
+	for i, f := range c.Features {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"Feature","geometry":{"type":"Polygon","coordinates":[`...)
+		for j, r := range f.Polygon {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			for k, q := range r {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				if !isFinite(q[0]) || !isFinite(q[1]) {
+					return nil, fmt.Errorf("zone %d: coordinate %v is not finite", f.Zone, q)
+				}
+				b = append(b, '[')
+				b = appendJSONFloat(b, q[0])
+				b = append(b, ',')
+				b = appendJSONFloat(b, q[1])
+				b = append(b, ']')
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `]},"properties":{"DOSE":`...)
+		b = appendJSONFloat(b, finiteOr0(f.Dose))
+		b = append(b, `,"RASTER_VAL":`...)
+		b = appendJSONFloat(b, finiteOr0(f.RasterVal))
+		b = append(b, `,"ZONE":`...)
+		b = strconv.AppendInt(b, int64(f.Zone), 10)
+		b = append(b, "}}"...)
+	}
+	b = append(b, "]}"...)
+	return b, nil
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// appendJSONFloat formats v as encoding/json does: the shortest
+// representation that round-trips, in exponent form only for very small
+// or very large magnitudes.
+func appendJSONFloat(b []byte, v float64) []byte {
+	abs := math.Abs(v)
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		return strconv.AppendFloat(b, v, 'e', -1, 64)
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
 }
 
 func finiteOr0(v float64) float64 {
@@ -156,17 +179,6 @@ func finiteOr0(v float64) float64 {
 		return 0
 	}
 	return v
-}
-
-func ringsCoords(p orb.Polygon) [][][2]float64 {
-	out := make([][][2]float64, len(p))
-	for i, r := range p {
-		out[i] = make([][2]float64, len(r))
-		for j, q := range r {
-			out[i][j] = [2]float64{q[0], q[1]}
-		}
-	}
-	return out
 }
 
 // ErrInvalidCollection is matched by ParseCollection errors.

@@ -1,7 +1,6 @@
 package zoning
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +57,7 @@ func (f Format) Extension() string {
 func (f Format) Write(w io.Writer, c *Collection, name string) error {
 	switch f {
 	case GeoJSON, "":
-		data, err := json.Marshal(c)
+		data, err := c.MarshalJSON()
 		if err != nil {
 			return fmt.Errorf("encode zones: %w", err)
 		}

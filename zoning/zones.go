@@ -25,6 +25,9 @@ var (
 	// ErrTooFewPixels: fewer usable pixels than zones (a server answers 404:
 	// there is no usable data for the field).
 	ErrTooFewPixels = errors.New("too few usable pixels for the number of zones")
+	// ErrEmptyLayer: a weighted layer has no value inside the mask, e.g. a
+	// shapefile that does not overlap the field (a server answers 400).
+	ErrEmptyLayer = errors.New("layer has no value inside the field")
 )
 
 // Options tunes Compute.
@@ -133,6 +136,19 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 	}
 	if valueLayer < 0 {
 		valueLayer = 0
+	}
+
+	for _, l := range used {
+		empty := true
+		for i, in := range mask {
+			if in && isFinite(l.Values[i]) {
+				empty = false
+				break
+			}
+		}
+		if empty && slices.Contains(mask, true) {
+			return nil, fmt.Errorf("layer %s: %w", l.Name, ErrEmptyLayer)
+		}
 	}
 
 	// Pixels to cluster: in the mask, with a value in every used layer.

@@ -223,6 +223,14 @@ func TestComputeSynthetic(t *testing.T) {
 	}
 }
 
+func nanGrid(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.NaN()
+	}
+	return v
+}
+
 func countTrue(b []bool) int {
 	n := 0
 	for _, v := range b {
@@ -306,6 +314,7 @@ func TestComputeErrors(t *testing.T) {
 		{"empty grid", geo.Grid{}, nil, nil, Options{Zones: 2}, ErrInvalidOptions},
 		{"empty mask", g, make([]bool, 100), layers, Options{Zones: 2}, ErrTooFewPixels},
 		{"nan min area", g, mask, layers, Options{Zones: 2, MinAreaHa: math.NaN()}, ErrInvalidOptions},
+		{"empty custom layer", g, mask, []Layer{layers[0], {Name: "clay", Values: nanGrid(100), Weight: 1}}, Options{Zones: 2}, ErrEmptyLayer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,4 +400,15 @@ func BenchmarkCompute(b *testing.B) {
 			}
 		})
 	}
+}
+
+func ringsCoords(p orb.Polygon) [][][2]float64 {
+	out := make([][][2]float64, len(p))
+	for i, r := range p {
+		out[i] = make([][2]float64, len(r))
+		for j, q := range r {
+			out[i][j] = [2]float64{q[0], q[1]}
+		}
+	}
+	return out
 }

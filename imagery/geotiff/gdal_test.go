@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,6 +154,7 @@ func TestAgainstGDAL(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := filepath.Join(dir, "case"+string(rune('a'+i))+".tif")
 			args := append([]string{"-q"}, tc.args...)
 			args = append(args, sources[tc.typ], p)
@@ -170,6 +173,26 @@ func TestAgainstGDAL(t *testing.T) {
 			r, err := f.ReadWindow(context.Background(), f.Grid().Full())
 			require.NoError(t, err)
 			require.True(t, bytes.Equal(want, rasterBytes(r)), "full image differs from GDAL's decode")
+
+			// Reading runs of adjacent blocks at once, as over HTTP, gives the same pixels.
+			f.full.src.mergeReads = true
+			merged, err := f.ReadWindow(context.Background(), f.Grid().Full())
+			f.full.src.mergeReads = false
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, rasterBytes(merged)), "merged reads differ from GDAL's decode")
+			if strings.Contains(tc.name, "COG") {
+				// GDAL's COG tiles have 4-byte leaders and trailers between them: still one read per row of tiles.
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				src := &largeReads{r: bytes.NewReader(b)}
+				cf, err := Open(src)
+				require.NoError(t, err)
+				src.reads.Store(0)
+				merged, err := cf.ReadWindow(context.Background(), cf.Grid().Full())
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(want, rasterBytes(merged)))
+				assert.Equal(t, int64(3), src.reads.Load(), "700x530 in 256 tiles: three rows of tiles")
+			}
 
 			// Windows straddling block edges agree with the same pixels of the full decode.
 			for _, w := range []geo.Window{{Col: 250, Row: 250, Cols: 13, Rows: 9}, {Col: 690, Row: 0, Cols: 50, Rows: 600}, {Col: 0, Row: 511, Cols: 700, Rows: 3}} {
@@ -219,3 +242,15 @@ func assertGridMatches(t *testing.T, info gdalInfo, g geo.Grid) {
 		assert.Contains(t, info.CRS.WKT, `ID["EPSG",`+strconv.Itoa(g.EPSG)+`]]`, "EPSG %d", g.EPSG)
 	}
 }
+
+// largeReads counts ReadAt calls of a source that prefers large reads.
+type largeReads struct {
+	r     io.ReaderAt
+	reads atomic.Int64
+}
+
+func (l *largeReads) ReadAt(p []byte, off int64) (int, error) {
+	l.reads.Add(1)
+	return l.r.ReadAt(p, off)
+}
+func (l *largeReads) PrefersLargeReads() bool { return true }

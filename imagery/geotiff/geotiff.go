@@ -278,10 +278,18 @@ func (im *Image) Compression() int { return im.compression }
 // source is the shared reader of a File: the io.ReaderAt, byte order and the
 // pool of decoder states reused across reads.
 type source struct {
-	r    io.ReaderAt
-	size int64 // -1 when unknown
-	big  bool  // big-endian ("MM")
-	pool sync.Pool
+	r          io.ReaderAt
+	size       int64 // -1 when unknown
+	big        bool  // big-endian ("MM")
+	mergeReads bool  // read adjacent blocks with one ReadAt
+	pool       sync.Pool
+}
+
+// largeReader is implemented by sources for which one large read is cheaper
+// than several small ones, such as HTTPReaderAt: ReadWindow then reads runs
+// of blocks stored back to back with a single ReadAt.
+type largeReader interface {
+	PrefersLargeReads() bool
 }
 
 // readAt reads exactly len(p) bytes at off.

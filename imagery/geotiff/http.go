@@ -65,6 +65,10 @@ func NewHTTPReaderAt(ctx context.Context, client *http.Client, url string) (*HTT
 // Size is the length of the remote file.
 func (h *HTTPReaderAt) Size() int64 { return h.size }
 
+// PrefersLargeReads is true: a GeoTIFF read through HTTP merges the requests
+// of tiles stored back to back.
+func (h *HTTPReaderAt) PrefersLargeReads() bool { return true }
+
 // ReadAt reads len(p) bytes at off, from the cached prefix when it can.
 func (h *HTTPReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {

@@ -72,6 +72,9 @@ type tiffReader struct {
 
 func open(r io.ReaderAt, size int64) (*File, error) {
 	s := &source{r: r, size: size}
+	if lr, ok := r.(largeReader); ok {
+		s.mergeReads = lr.PrefersLargeReads()
+	}
 	var hdr [16]byte
 	if size >= 0 && size < 8 {
 		return nil, formatErr("%d bytes is too short for a TIFF", size)

@@ -20,6 +20,7 @@ import (
 // decoder is the per-goroutine state of block decoding, pooled by the File.
 type decoder struct {
 	comp []byte        // compressed bytes of the block
+	span []byte        // stored bytes of a run of adjacent blocks
 	raw  []byte        // decoded bytes of the block
 	br   bytes.Reader  // over comp
 	fr   io.ReadCloser // DEFLATE state, reset per block
@@ -43,23 +44,39 @@ func (im *Image) ReadWindow(ctx context.Context, w geo.Window) (*Raster, error) 
 	return r, nil
 }
 
+// maxMergedRead bounds one merged read of adjacent blocks.
+const maxMergedRead = 16 << 20
+
+// blockRun is a run of horizontally adjacent blocks bx0..bx1 of block row by.
+// When the source prefers large reads, blocks stored back to back (as a COG
+// stores a row of tiles) form one run, read with a single ReadAt.
+type blockRun struct{ by, bx0, bx1 int }
+
 // readInto decodes r.Window (inside the image) into r.
 func (im *Image) readInto(ctx context.Context, r *Raster) error {
 	w := r.Window
 	bc0, bc1 := w.Col/im.blockW, (w.Col+w.Cols-1)/im.blockW
 	br0, br1 := w.Row/im.blockH, (w.Row+w.Rows-1)/im.blockH
-	across := bc1 - bc0 + 1
-	n := across * (br1 - br0 + 1)
-	workers := min(runtime.GOMAXPROCS(0), n)
+	runs := make([]blockRun, 0, (bc1-bc0+1)*(br1-br0+1))
+	for by := br0; by <= br1; by++ {
+		for bx := bc0; bx <= bc1; bx++ {
+			if n := len(runs); n > 0 && im.src.mergeReads && runs[n-1].by == by && im.adjacent(by, runs[n-1].bx0, bx) {
+				runs[n-1].bx1 = bx
+				continue
+			}
+			runs = append(runs, blockRun{by: by, bx0: bx, bx1: bx})
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(runs))
 
 	if workers <= 1 {
 		d := im.getDecoder()
 		defer im.src.pool.Put(d)
-		for i := 0; i < n; i++ {
+		for _, run := range runs {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := im.decodeBlock(d, bc0+i%across, br0+i/across, r); err != nil {
+			if err := im.decodeRun(d, run, r); err != nil {
 				return err
 			}
 		}
@@ -85,14 +102,14 @@ func (im *Image) readInto(ctx context.Context, r *Raster) error {
 			defer im.src.pool.Put(d)
 			for !failed.Load() {
 				i := int(next.Add(1) - 1)
-				if i >= n {
+				if i >= len(runs) {
 					return
 				}
 				if err := ctx.Err(); err != nil {
 					fail(err)
 					return
 				}
-				if err := im.decodeBlock(d, bc0+i%across, br0+i/across, r); err != nil {
+				if err := im.decodeRun(d, runs[i], r); err != nil {
 					fail(err)
 					return
 				}
@@ -103,6 +120,49 @@ func (im *Image) readInto(ctx context.Context, r *Raster) error {
 	return firstErr
 }
 
+// maxMergeGap is the most bytes between two blocks read together: GDAL's
+// COGs put a 4-byte leader and trailer around each tile.
+const maxMergeGap = 1 << 10
+
+// adjacent reports whether block bx of row by follows block bx-1 in the file,
+// at most maxMergeGap bytes after it, and the run from bx0 stays within
+// maxMergedRead.
+func (im *Image) adjacent(by, bx0, bx int) bool {
+	i := by*im.across + bx
+	first, prev := by*im.across+bx0, i-1
+	if im.counts[i] == 0 || im.counts[prev] == 0 || im.offsets[i] > maxMergedRead+im.offsets[first] ||
+		im.offsets[prev] > math.MaxInt64-im.counts[prev] || im.offsets[i] > math.MaxInt64-im.counts[i] {
+		return false
+	}
+	prevEnd, end := im.offsets[prev]+im.counts[prev], im.offsets[i]+im.counts[i]
+	return im.offsets[i] >= prevEnd && im.offsets[i]-prevEnd <= maxMergeGap && end-im.offsets[first] <= maxMergedRead
+}
+
+// decodeRun decodes the blocks of run, reading them with one ReadAt when there are several.
+func (im *Image) decodeRun(d *decoder, run blockRun, r *Raster) error {
+	if run.bx0 == run.bx1 {
+		return im.decodeBlock(d, run.bx0, run.by, r, nil)
+	}
+	first, last := run.by*im.across+run.bx0, run.by*im.across+run.bx1
+	start := im.offsets[first]
+	n := im.offsets[last] + im.counts[last] - start // ≤ maxMergedRead, see adjacent
+	if uint64(cap(d.span)) < n {
+		d.span = make([]byte, n)
+	}
+	span := d.span[:n]
+	if err := im.src.readAt(span, int64(start)); err != nil {
+		return fmt.Errorf("geotiff: blocks %d-%d at offset %d: %w", first, last, start, err)
+	}
+	for bx := run.bx0; bx <= run.bx1; bx++ {
+		i := run.by*im.across + bx
+		off := im.offsets[i] - start
+		if err := im.decodeBlock(d, bx, run.by, r, span[off:off+im.counts[i]]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (im *Image) getDecoder() *decoder {
 	if d, ok := im.src.pool.Get().(*decoder); ok {
 		return d
@@ -111,7 +171,8 @@ func (im *Image) getDecoder() *decoder {
 }
 
 // decodeBlock decodes block (bx, by) and copies its part of r.Window into r.
-func (im *Image) decodeBlock(d *decoder, bx, by int, r *Raster) error {
+// stored holds the block's bytes when the caller has read them already.
+func (im *Image) decodeBlock(d *decoder, bx, by int, r *Raster, stored []byte) error {
 	idx := by*im.across + bx
 	size := im.typ.Size()
 	x0, y0 := bx*im.blockW, by*im.blockH
@@ -143,7 +204,7 @@ func (im *Image) decodeBlock(d *decoder, bx, by int, r *Raster) error {
 	if off > math.MaxInt64-cnt {
 		return formatErr("block %d: offset %d", idx, off)
 	}
-	if err := im.inflate(d, raw, int64(off), cnt, im.blockW*rows*size); err != nil {
+	if err := im.inflate(d, raw, int64(off), cnt, im.blockW*rows*size, stored); err != nil {
 		return fmt.Errorf("geotiff: block %d at offset %d: %w", idx, off, err)
 	}
 
@@ -154,6 +215,15 @@ func (im *Image) decodeBlock(d *decoder, bx, by int, r *Raster) error {
 		dst := (y0+y-w.Row)*w.Cols + (x0 + part.Col - w.Col)
 		switch im.predictor {
 		case 2:
+			// 16-bit samples, the Sentinel-2 case, undo and convert in one pass.
+			switch r.Type {
+			case Uint16:
+				undoHorizontal16(r.U16[dst:dst+part.Cols], row, part.Col, big)
+				continue
+			case Int16:
+				undoHorizontal16(r.I16[dst:dst+part.Cols], row, part.Col, big)
+				continue
+			}
 			undoHorizontal(row[:(part.Col+part.Cols)*size], size, big)
 		case 3:
 			undoFloat(row, im.blockW, size)
@@ -166,11 +236,15 @@ func (im *Image) decodeBlock(d *decoder, bx, by int, r *Raster) error {
 }
 
 // inflate fills raw (the first rows of a block of full bytes) from the
-// block's cnt stored bytes at off.
-func (im *Image) inflate(d *decoder, raw []byte, off int64, cnt uint64, full int) error {
+// block's cnt stored bytes at off, or from stored when not nil.
+func (im *Image) inflate(d *decoder, raw []byte, off int64, cnt uint64, full int, stored []byte) error {
 	if im.compression == 1 {
 		if cnt < uint64(len(raw)) {
 			return formatErr("%d bytes stored for an uncompressed block of %d", cnt, full)
+		}
+		if stored != nil {
+			copy(raw, stored)
+			return nil
 		}
 		return im.src.readAt(raw, off)
 	}
@@ -178,15 +252,18 @@ func (im *Image) inflate(d *decoder, raw []byte, off int64, cnt uint64, full int
 	if cnt > uint64(2*full+4096) {
 		return formatErr("%d compressed bytes for a block of %d", cnt, full)
 	}
-	if im.src.size >= 0 && (off > im.src.size || cnt > uint64(im.src.size-off)) {
-		return formatErr("%d bytes at offset %d lie beyond the end of the file", cnt, off)
-	}
-	if uint64(cap(d.comp)) < cnt {
-		d.comp = make([]byte, cnt)
-	}
-	comp := d.comp[:cnt]
-	if err := im.src.readAt(comp, off); err != nil {
-		return err
+	comp := stored
+	if comp == nil {
+		if im.src.size >= 0 && (off > im.src.size || cnt > uint64(im.src.size-off)) {
+			return formatErr("%d bytes at offset %d lie beyond the end of the file", cnt, off)
+		}
+		if uint64(cap(d.comp)) < cnt {
+			d.comp = make([]byte, cnt)
+		}
+		comp = d.comp[:cnt]
+		if err := im.src.readAt(comp, off); err != nil {
+			return err
+		}
 	}
 	switch im.compression {
 	case 5:
@@ -269,19 +346,10 @@ func undoHorizontal(row []byte, size int, big bool) {
 		for i := 1; i < len(row); i++ {
 			row[i] += row[i-1]
 		}
-	case 2:
+	case 2: // Uint16 and Int16 use undoHorizontal16; kept for completeness
 		var o binary.ByteOrder = binary.LittleEndian
 		if big {
 			o = binary.BigEndian
-		}
-		if !big {
-			le := binary.LittleEndian
-			prev := le.Uint16(row)
-			for i := 2; i+1 < len(row); i += 2 {
-				prev += le.Uint16(row[i:])
-				le.PutUint16(row[i:], prev)
-			}
-			return
 		}
 		prev := o.Uint16(row)
 		for i := 2; i+1 < len(row); i += 2 {
@@ -308,6 +376,33 @@ func undoHorizontal(row []byte, size int, big bool) {
 			prev += o.Uint64(row[i:])
 			o.PutUint64(row[i:], prev)
 		}
+	}
+}
+
+// undoHorizontal16 reverses TIFF predictor 2 on a row of 16-bit samples in
+// the file's byte order, storing samples c0..c0+len(dst) into dst.
+func undoHorizontal16[T ~uint16 | ~int16](dst []T, row []byte, c0 int, big bool) {
+	row = row[:2*(c0+len(dst))]
+	var acc uint16
+	if big {
+		for i := 0; i < c0; i++ {
+			acc += binary.BigEndian.Uint16(row[2*i:])
+		}
+		src := row[2*c0:]
+		for i := range dst {
+			acc += binary.BigEndian.Uint16(src[2*i:])
+			dst[i] = T(acc)
+		}
+		return
+	}
+	for i := 0; i < c0; i++ {
+		acc += binary.LittleEndian.Uint16(row[2*i:])
+	}
+	src := row[2*c0:]
+	src = src[:2*len(dst)]
+	for i := range dst {
+		acc += binary.LittleEndian.Uint16(src[2*i:])
+		dst[i] = T(acc)
 	}
 }
 

@@ -1,0 +1,55 @@
+// Package zoning derives management zones for a field from per-pixel layers
+// and turns them into prescriptions: layers → k-means → sieve → polygonize →
+// zone collection (§2.4 of the interface spec), doses, and exports as
+// GeoJSON, zipped shapefile and ISOXML (ISO 11783-10).
+//
+// The package holds every algorithm of the zone endpoints (§4.1
+// /v1/variable-rate-zones and §4.3 /prescription_maps/get_zones); a server
+// only composes it:
+//
+//	specs, err := zoning.ParseLayers([]byte(form.Get("layers")))    // 400 on ErrInvalidLayers
+//	parcel, err := zoning.ParseParcel(parcelJSON, field)             // 400 on ErrInvalidParcel
+//	mask, err := zoning.FieldMask(parcel, grid)                      // the field's or parcel's pixels
+//	ndvi, err := zoning.MeanValues(valuesOfEachUsableImage...)       // crop_health over a date range
+//	parts, err := zoning.ShapefileParts(files, spec.Filename)        // custom layer: uploaded shapefile
+//	shapes, err := zoning.ReadShapefile(parts, zoning.ShapefileLimits{})
+//	clay, err := zoning.RasterizeAttribute(shapes, spec.Attribute, grid)
+//	res, err := zoning.Compute(ctx, grid, mask, layers, zoning.Options{Zones: n})
+//	err = zoning.Prescription{Type: zoning.NFertilizer}.Apply(res)  // DOSE
+//	c, err := res.Collection(dstEPSG)                                // 400 on crs.ErrUnsupportedCRS
+//	err = format.Write(w, c.WithPrescription(rx), fieldName)        // geojson, shapefile or isoxml
+//
+// Layers come in as value grids ([]float64 on the field window's grid, NaN
+// where missing); the package does not read imagery.
+//
+// # Layer weights
+//
+// The spec leaves the effect of a layer's weight open. Here weight is the
+// layer's relative influence on the clustering: every layer is standardized
+// to a z-score over the pixels that have a value in all layers, then
+// multiplied by sqrt(weight). k-means minimizes squared distances, to which
+// each layer then contributes in proportion to its weight: a layer of weight
+// 2 counts twice as much as one of weight 1 (multiplying by the weight
+// itself would make it count four times), and weight 0 leaves the layer out.
+//
+// # Missing pixels
+//
+// Pixels of the mask missing in any weighted layer (clouds, no data, outside
+// a shapefile) are left out of k-means and take the zone of the nearest
+// clustered pixel (breadth-first over 4-neighbours), so the zones always
+// cover the whole field or parcel.
+//
+// # Zone numbering
+//
+// Zones are numbered 1..n by ascending RASTER_VAL, the zone's mean of the
+// first crop_health layer in that layer's own units (ZONE 1 = lowest vigour).
+//
+// # Cleaning
+//
+// Regions smaller than the minimum mapping unit (Options.MinAreaHa, default
+// 0.1 ha) are merged into their largest neighbour (geo.Sieve), then the
+// label raster is polygonized along pixel edges (geo.Polygonize): the
+// polygons are valid, do not overlap, leave no gap, and their union is
+// exactly the mask's pixels. Simplification is limited to dropping
+// collinear vertices, which cannot open gaps between zones.
+package zoning

@@ -1,0 +1,75 @@
+package zoning_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/zoning"
+)
+
+// A 6×4 field of 10 m pixels with a west–east vigour gradient and one
+// cloudy pixel, split into two zones with an n_fertilizer prescription.
+func ExampleCompute() {
+	grid := geo.Grid{EPSG: 32631, X0: 574680, Y0: 5622440, DX: 10, DY: 10, Cols: 6, Rows: 4}
+	ndvi := make([]float64, 24)
+	mask := make([]bool, 24)
+	for i := range ndvi {
+		ndvi[i] = 0.4 + 0.08*float64(i%6)
+		mask[i] = true
+	}
+	ndvi[7] = math.NaN() // a cloud: filled from its neighbours
+	layers := []zoning.Layer{{Name: "ndvi", Type: zoning.CropHealth, Values: ndvi, Weight: 1}}
+	res, err := zoning.Compute(context.Background(), grid, mask, layers, zoning.Options{Zones: 2, Seed: 1, MinAreaHa: -1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := (zoning.Prescription{Type: zoning.NFertilizer}).Apply(res); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, z := range res.Zones {
+		fmt.Printf("zone %d: NDVI %.2f, %.2f ha, %.1f kg N/ha\n", z.ID, z.RasterVal, z.AreaHa, z.Dose)
+	}
+	fmt.Println(len(res.Polygons), "polygons")
+	// Output:
+	// zone 1: NDVI 0.48, 0.12 ha, 144.0 kg N/ha
+	// zone 2: NDVI 0.72, 0.12 ha, 96.0 kg N/ha
+	// 2 polygons
+}
+
+func ExampleParseLayers() {
+	specs, err := zoning.ParseLayers([]byte(`[
+		{"type": "crop_health", "weight": 2, "start_date": "2019-05-01", "end_date": "2019-07-31", "index": "ndvi"},
+		{"type": "custom", "weight": 1, "filename": "soil.shp", "attribute": "clay"}]`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range specs {
+		if s.Type == zoning.CropHealth {
+			fmt.Printf("%s weight %g: %s from %s to %s\n", s.Type, s.Weight, s.Index, s.StartDate.Format("2006-01-02"), s.EndDate.Format("2006-01-02"))
+		} else {
+			fmt.Printf("%s weight %g: %s of %s\n", s.Type, s.Weight, s.Attribute, s.Filename)
+		}
+	}
+	_, err = zoning.ParseLayers([]byte(`[{"type": "crop_health", "weight": 1, "index": "ndvi"}]`))
+	fmt.Println(err)
+	// Output:
+	// crop_health weight 2: ndvi from 2019-05-01 to 2019-07-31
+	// custom weight 1: clay of soil.shp
+	// layer 0: date: missing (give date or start_date and end_date)
+}
+
+func ExamplePrescription_Doses() {
+	zones := []zoning.Zone{{ID: 1, RasterVal: 0.5, AreaHa: 1}, {ID: 2, RasterVal: 0.7, AreaHa: 3}}
+	for _, p := range []zoning.Prescription{{Type: zoning.NFertilizer}, {Type: zoning.Seeding}} {
+		doses, _ := p.Doses(zones)
+		fmt.Printf("%s: %.0f %s\n", p.Type, doses, p.Unit())
+	}
+	// Output:
+	// n_fertilizer: [162 106] kg/ha
+	// seeding: [60000 86667] seeds/ha
+}

@@ -1,0 +1,223 @@
+package zoning
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cropkit/cropkit/geo/crs"
+)
+
+// ErrInvalidParam is matched by every request parameter error (400).
+var ErrInvalidParam = errors.New("invalid parameter")
+
+// ParamError names the request parameter at fault.
+type ParamError struct {
+	Param  string
+	Reason string
+}
+
+func (e *ParamError) Error() string { return e.Param + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidParam) true.
+func (e *ParamError) Is(target error) bool { return target == ErrInvalidParam }
+
+// ZonesParams are the §4.1 /v1/variable-rate-zones form values (the token
+// and the files parts aside).
+type ZonesParams struct {
+	FieldName     string
+	Zones         int // n_zones
+	DstEPSG       int // dst_crs, default 4326
+	Layers        []LayerSpec
+	ParcelGeoJSON []byte // parcel_geojson, nil when absent
+	Format        Format
+	// Prescription is the dose rule of the DOSE property: type (default
+	// n_fertilizer), strategy, base_rate, min_rate, max_rate.
+	Prescription Prescription
+	MinAreaHa    float64 // min_area_ha, default DefaultMinAreaHa
+}
+
+// PrescriptionParams are the §4.3 /prescription_maps/get_zones query
+// values (the token aside).
+type PrescriptionParams struct {
+	FieldName string
+	Zones     int    // n_zones
+	Index     string // the index the field must be registered for
+	// Date is the n_fertilizer image date (zero: the latest usable image);
+	// seeding takes no date and uses the mean over the season's usable images.
+	Date         time.Time
+	Prescription Prescription // type (required), strategy, base_rate, min_rate, max_rate
+	DstEPSG      int          // dst_crs, default 4326
+	Format       Format
+	MinAreaHa    float64
+}
+
+// ParseZonesParams reads and validates the §4.1 form values through get
+// (e.g. http.Request.FormValue). Errors are *ParamError or match ErrInvalidLayers.
+func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
+	var p ZonesParams
+	var err error
+	if p.FieldName, err = required(get, "field_name"); err != nil {
+		return p, err
+	}
+	if p.Zones, err = parseZones(get); err != nil {
+		return p, err
+	}
+	if p.DstEPSG, err = parseDstCRS(get); err != nil {
+		return p, err
+	}
+	layers, err := required(get, "layers")
+	if err != nil {
+		return p, err
+	}
+	if p.Layers, err = ParseLayers([]byte(layers)); err != nil {
+		return p, err
+	}
+	if s := strings.TrimSpace(get("parcel_geojson")); s != "" {
+		p.ParcelGeoJSON = []byte(s)
+	}
+	if p.Format, err = parseFormatParam(get); err != nil {
+		return p, err
+	}
+	typ := PrescriptionType(strings.TrimSpace(get("type")))
+	if typ == "" {
+		typ = NFertilizer
+	}
+	if p.Prescription, err = parseRates(get, typ); err != nil {
+		return p, err
+	}
+	p.MinAreaHa, err = parseMinArea(get)
+	return p, err
+}
+
+// ParsePrescriptionParams reads and validates the §4.3 query values through get.
+// Errors are *ParamError.
+func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, error) {
+	var p PrescriptionParams
+	var err error
+	if p.FieldName, err = required(get, "field_name"); err != nil {
+		return p, err
+	}
+	typ, err := required(get, "type")
+	if err != nil {
+		return p, err
+	}
+	if p.Zones, err = parseZones(get); err != nil {
+		return p, err
+	}
+	if p.Index, err = required(get, "index"); err != nil {
+		return p, err
+	}
+	p.Index = strings.ToLower(p.Index)
+	if p.Prescription, err = parseRates(get, PrescriptionType(typ)); err != nil {
+		return p, err
+	}
+	if d := strings.TrimSpace(get("date")); d != "" {
+		if p.Prescription.Type != NFertilizer {
+			return p, &ParamError{"date", "only n_fertilizer takes a date; seeding uses the mean over the season's usable images"}
+		}
+		if p.Date, err = parseDate(d); err != nil {
+			return p, &ParamError{"date", err.Error()}
+		}
+	}
+	if p.DstEPSG, err = parseDstCRS(get); err != nil {
+		return p, err
+	}
+	if p.Format, err = parseFormatParam(get); err != nil {
+		return p, err
+	}
+	p.MinAreaHa, err = parseMinArea(get)
+	return p, err
+}
+
+func required(get func(string) string, key string) (string, error) {
+	v := strings.TrimSpace(get(key))
+	if v == "" {
+		return "", &ParamError{key, "required"}
+	}
+	return v, nil
+}
+
+func parseZones(get func(string) string) (int, error) {
+	s, err := required(get, "n_zones")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxZones {
+		return 0, &ParamError{"n_zones", fmt.Sprintf("%q is not a whole number from 1 to %d", s, MaxZones)}
+	}
+	return n, nil
+}
+
+func parseDstCRS(get func(string) string) (int, error) {
+	s := strings.TrimSpace(get("dst_crs"))
+	if s == "" {
+		return 4326, nil
+	}
+	code, err := crs.ParseEPSG(s)
+	if err != nil {
+		return 0, &ParamError{"dst_crs", err.Error()}
+	}
+	return code, nil
+}
+
+func parseFormatParam(get func(string) string) (Format, error) {
+	f, err := ParseFormat(get("format"))
+	if err != nil {
+		return "", &ParamError{"format", err.Error()}
+	}
+	return f, nil
+}
+
+func parseRates(get func(string) string, typ PrescriptionType) (Prescription, error) {
+	p := Prescription{Type: typ, Strategy: Strategy(strings.TrimSpace(get("strategy")))}
+	for _, r := range []struct {
+		key string
+		dst *float64
+	}{{"base_rate", &p.BaseRate}, {"min_rate", &p.MinRate}, {"max_rate", &p.MaxRate}} {
+		s := strings.TrimSpace(get(r.key))
+		if s == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return p, &ParamError{r.key, fmt.Sprintf("%q is not a positive number", s)}
+		}
+		*r.dst = v
+	}
+	if err := p.WithDefaults().Validate(); err != nil {
+		d := p.WithDefaults()
+		param := "base_rate"
+		switch {
+		case p.Type != NFertilizer && p.Type != Seeding:
+			param = "type"
+		case p.Strategy != "" && p.Strategy != Compensate && p.Strategy != Proportional:
+			param = "strategy"
+		case p.MinRate != 0 && d.MinRate > d.BaseRate:
+			param = "min_rate"
+		case p.MaxRate != 0 && d.MaxRate < d.BaseRate:
+			param = "max_rate"
+		}
+		return p, &ParamError{param, strings.TrimPrefix(err.Error(), ErrInvalidPrescription.Error()+": ")}
+	}
+	return p, nil
+}
+
+func parseMinArea(get func(string) string) (float64, error) {
+	s := strings.TrimSpace(get("min_area_ha"))
+	if s == "" {
+		return DefaultMinAreaHa, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || v < 0 || v > 1000 {
+		return 0, &ParamError{"min_area_ha", fmt.Sprintf("%q is not a number of hectares from 0 to 1000", s)}
+	}
+	if v == 0 {
+		return -1, nil // 0 asks for no sieve; Options treats 0 as the default
+	}
+	return v, nil
+}

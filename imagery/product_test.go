@@ -60,7 +60,7 @@ func TestReportJSON(t *testing.T) {
 	}
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"bounds":[[50.7,4.06],[50.8,4.07]],"ndre":[[null,0.25],[0.5,1e-7]],
+	assert.JSONEq(t, `{"bounds":[[50.7,4.06],[50.8,4.07]],"ndre":[[null,0.25],[0.5,0]],
 		"mean":0.25,"median":0.25,"std":0.2,"min":1e-7,"max":0.5,"p25":0.125,"p75":0.375,"num":3,
 		"mean_variation":null,"date":"2019-06-20","field_pixels":4,"cloud_cover":25}`, string(b))
 
@@ -71,7 +71,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Equal(t, r.Stats, back.Stats)
 	assert.Nil(t, back.MeanVariation)
 	assert.True(t, math.IsNaN(back.Values[0]))
-	assert.Equal(t, r.Values[1:], back.Values[1:])
+	assert.Equal(t, []float64{0.25, 0.5, 0}, back.Values[1:])
 	assert.Equal(t, "2019-06-20", back.Date.Format("2006-01-02"))
 
 	mv := -12.5
@@ -80,14 +80,24 @@ func TestReportJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"mean_variation":-12.5`)
 
-	// Pixels carry float32 precision, statistics full float64.
+	// Pixels are rounded to 6 decimals, statistics keep full float64.
 	r.Values[1], r.Stats.Mean = 0.8497542973072505, 0.8497542973072505
 	b, err = json.Marshal(r)
 	require.NoError(t, err)
-	assert.Contains(t, string(b), `[null,0.8497543]`)
+	assert.Contains(t, string(b), `[null,0.849754]`)
 	assert.Contains(t, string(b), `"mean":0.8497542973072505`)
 
 	r.Values = r.Values[:3]
 	_, err = json.Marshal(r)
 	assert.Error(t, err)
+}
+
+func TestAppendPixel(t *testing.T) {
+	for v, want := range map[float64]string{
+		0: "0", 1: "1", -1: "-1", 0.5: "0.5", -0.25: "-0.25", 0.8497542973072505: "0.849754",
+		0.0000004: "0", 0.0000005: "0.000001", -0.0000012: "-0.000001", 1234.5678901: "1234.56789",
+		0.9999996: "1", 3272.727272727: "3272.727273", 2e9: "2000000000", math.NaN(): "null", math.Inf(-1): "null",
+	} {
+		assert.Equal(t, want, string(appendPixel(nil, v)), "%v", v)
+	}
 }

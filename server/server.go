@@ -32,6 +32,8 @@ type Config struct {
 	Workers int
 	// Logger receives request and ingestion logs; nil discards them.
 	Logger *slog.Logger
+	// Webhooks configures notification delivery (webhooks.go; Server.RunWebhooks delivers).
+	Webhooks WebhookOptions
 }
 
 // DefaultMinClear is the clear fraction from which a field's image is usable.
@@ -49,6 +51,7 @@ type Server struct {
 	mux       *http.ServeMux
 	handler   http.Handler
 	png       *colormap.Encoder
+	hooks     *webhooks
 }
 
 // New returns a server over cfg.Store.
@@ -87,6 +90,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.initWebhooks(cfg.Webhooks); err != nil {
+		return nil, err
 	}
 	s.routes()
 	s.handler = s.recoverer(s.logRequests(http.HandlerFunc(s.dispatch)))
@@ -154,7 +160,7 @@ func (s *Server) routes() {
 		{methods: postOnly, paths: []string{"/scenes/ingest"}, access: admin, raw: true, maxBody: -1, handle: s.handleIngest},
 	}
 	// Zoning (§4.1, §4.3, /files/upload, /convert/…): all = append(all, s.zoneRoutes()...)
-	// Webhooks (§4.5, /notifications/…): all = append(all, s.webhookRoutes()...)
+	all = append(all, s.webhookRoutes()...) // §4.5, /notifications/… (webhooks.go)
 	for _, rt := range all {
 		h := s.operation(rt)
 		for _, m := range rt.methods {

@@ -38,6 +38,7 @@ type ZonesParams struct {
 	// n_fertilizer), strategy, base_rate, min_rate, max_rate.
 	Prescription Prescription
 	MinAreaHa    float64 // min_area_ha, default DefaultMinAreaHa
+	Simplify     float64 // simplify: boundary simplification tolerance in metres, 0 = none
 }
 
 // PrescriptionParams are the §4.3 /prescription_maps/get_zones query
@@ -53,6 +54,7 @@ type PrescriptionParams struct {
 	DstEPSG      int          // dst_crs, default 4326
 	Format       Format
 	MinAreaHa    float64
+	Simplify     float64
 }
 
 // ParseZonesParams reads and validates the §4.1 form values through get
@@ -89,7 +91,10 @@ func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 	if p.Prescription, err = parseRates(get, typ); err != nil {
 		return p, err
 	}
-	p.MinAreaHa, err = parseMinArea(get)
+	if p.MinAreaHa, err = parseMinArea(get); err != nil {
+		return p, err
+	}
+	p.Simplify, err = parseSimplify(get)
 	return p, err
 }
 
@@ -129,7 +134,10 @@ func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, e
 	if p.Format, err = parseFormatParam(get); err != nil {
 		return p, err
 	}
-	p.MinAreaHa, err = parseMinArea(get)
+	if p.MinAreaHa, err = parseMinArea(get); err != nil {
+		return p, err
+	}
+	p.Simplify, err = parseSimplify(get)
 	return p, err
 }
 
@@ -218,6 +226,18 @@ func parseMinArea(get func(string) string) (float64, error) {
 	}
 	if v == 0 {
 		return -1, nil // 0 asks for no sieve; Options treats 0 as the default
+	}
+	return v, nil
+}
+
+func parseSimplify(get func(string) string) (float64, error) {
+	s := strings.TrimSpace(get("simplify"))
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v >= 0) || v > 1000 {
+		return 0, &ParamError{"simplify", fmt.Sprintf("%q is not a tolerance in metres from 0 to 1000", s)}
 	}
 	return v, nil
 }

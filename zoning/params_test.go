@@ -15,7 +15,7 @@ const oneLayer = `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":
 
 func TestParseZonesParams(t *testing.T) {
 	p, err := ParseZonesParams(getter(map[string]string{"field_name": "UES-03", "n_zones": "4", "layers": oneLayer,
-		"dst_crs": "EPSG:32631", "format": "isoxml", "parcel_geojson": ` {"type":"Polygon"} `, "base_rate": "100", "min_area_ha": "0.2"}))
+		"dst_crs": "EPSG:32631", "format": "isoxml", "parcel_geojson": ` {"type":"Polygon"} `, "base_rate": "100", "min_area_ha": "0.2", "simplify": "8"}))
 	require.NoError(t, err)
 	assert.Equal(t, "UES-03", p.FieldName)
 	assert.Equal(t, 4, p.Zones)
@@ -24,6 +24,7 @@ func TestParseZonesParams(t *testing.T) {
 	assert.Equal(t, `{"type":"Polygon"}`, string(p.ParcelGeoJSON))
 	assert.Equal(t, Prescription{Type: NFertilizer, BaseRate: 100}, p.Prescription)
 	assert.Equal(t, 0.2, p.MinAreaHa)
+	assert.Equal(t, 8.0, p.Simplify)
 	assert.Len(t, p.Layers, 1)
 
 	p, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "2", "layers": oneLayer}))
@@ -51,6 +52,7 @@ func TestParseZonesParams(t *testing.T) {
 		{"max_rate", "50", "max_rate"},
 		{"min_rate", "150", "min_rate"},
 		{"min_area_ha", "-1", "min_area_ha"},
+		{"simplify", "-3", "simplify"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {

@@ -97,6 +97,17 @@ func TestRealFlandersZones(t *testing.T) {
 			fieldUTM, err := geo.Transform(field, t4326)
 			require.NoError(t, err)
 			assert.InDelta(t, geo.Area(fieldUTM), area, 0.001*area, "%s: zones cover the field", name)
+
+			// Simplified boundaries stay valid, without overlaps or new gaps.
+			simple, err := Compute(context.Background(), p.Grid, mask, layers, Options{Zones: k, Seed: 1, SimplifyTolerance: 8})
+			require.NoError(t, err)
+			assert.True(t, simple.Simplified, "%s k=%d", name, k)
+			if bad, overlap, uarea, holes, ok := unionStats(t, simple.Polygons); ok {
+				_, _, _, holes0, _ := unionStats(t, res.Polygons)
+				assert.Zero(t, bad)
+				assert.InDelta(t, 0, overlap, 1e-6*uarea)
+				assert.Equal(t, holes0, holes)
+			}
 		}
 	}
 }

@@ -42,6 +42,13 @@ type Options struct {
 	// DefaultMinAreaHa; a negative value disables the sieve). The grid's
 	// CRS units must be metres.
 	MinAreaHa float64
+	// SimplifyTolerance, in CRS units (0: no simplification), simplifies
+	// the zone boundaries with Douglas–Peucker, each boundary shared by two
+	// zones once, so no gap or overlap can open between zones. The result is
+	// checked (no crossing boundaries, rings keep their orientation) and
+	// dropped when the check fails: see Result.Simplified. The union of the
+	// zones then no longer follows the pixel edges exactly.
+	SimplifyTolerance float64
 }
 
 // Zone is one management zone.
@@ -79,6 +86,9 @@ type Result struct {
 	// Clustered is the number of pixels with a value in every layer;
 	// the other mask pixels took the zone of their nearest clustered pixel.
 	Clustered int
+	// Simplified reports whether Polygons were simplified (see
+	// Options.SimplifyTolerance); false means they follow the pixel edges.
+	Simplified bool
 }
 
 // Compute derives management zones for the pixels of grid where mask is
@@ -111,6 +121,9 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 	}
 	if math.IsNaN(opts.MinAreaHa) || math.IsInf(opts.MinAreaHa, 0) {
 		return nil, fmt.Errorf("%w: min_area_ha is not finite", ErrInvalidOptions)
+	}
+	if !(opts.SimplifyTolerance >= 0) || math.IsInf(opts.SimplifyTolerance, 0) {
+		return nil, fmt.Errorf("%w: simplify tolerance %v", ErrInvalidOptions, opts.SimplifyTolerance)
 	}
 	if opts.MinAreaHa == 0 {
 		opts.MinAreaHa = DefaultMinAreaHa
@@ -198,6 +211,9 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 	zones := numberZones(labels, layers[valueLayer].Values, opts.Zones, grid.PixelArea())
 	res := &Result{Grid: grid, Labels: labels, Zones: zones, Inertia: km.Inertia, Clustered: len(idx)}
 	res.Polygons = polygonize(labels, grid)
+	if opts.SimplifyTolerance > 0 {
+		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance)
+	}
 	return res, nil
 }
 

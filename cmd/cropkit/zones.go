@@ -58,6 +58,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	minRate := fs.Float64("min-rate", 0, "minimum rate (default by type)")
 	maxRate := fs.Float64("max-rate", 0, "maximum rate (default by type)")
 	minArea := fs.Float64("min-area-ha", zoning.DefaultMinAreaHa, "minimum mapping unit in ha (negative: no sieve)")
+	simplify := fs.Float64("simplify", 0, "simplify zone boundaries with this tolerance in metres, without gaps (0: pixel edges)")
 	seed := fs.Uint64("seed", 0, "k-means seed")
 	timings := fs.Bool("timings", false, "print step times to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -155,7 +156,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	clock.step("read+index")
 
 	res, err := zoning.Compute(ctx, grid, mask, []zoning.Layer{{Name: *index, Type: zoning.CropHealth, Values: values, Weight: 1}},
-		zoning.Options{Zones: *k, Seed: *seed, MinAreaHa: *minArea})
+		zoning.Options{Zones: *k, Seed: *seed, MinAreaHa: *minArea, SimplifyTolerance: *simplify})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,13 @@
 // tiled or stripped, uncompressed, LZW or DEFLATE, with predictors 1, 2 and 3,
 // and internal overviews. A small writer (WriteFloat32, Write) produces tiled
 // DEFLATE GeoTIFFs that GDAL opens.
+//
+// Everything a file declares is checked against sanity limits before it is
+// allocated (image sides up to 2^20 pixels, decoded tiles or strips up to
+// 64 MiB, array tags no longer than the file), and decompression never
+// produces more than a block's expected size, so a crafted file yields an
+// error wrapping ErrFormat or ErrUnsupported, never a panic or an unbounded
+// allocation.
 package geotiff
 
 import (
@@ -265,6 +272,9 @@ func (im *Image) Grid() geo.Grid { return im.grid }
 
 // Type is the sample type.
 func (im *Image) Type() DataType { return im.typ }
+
+// NoData is the file's GDAL_NODATA value, if it has one.
+func (im *Image) NoData() (float64, bool) { return im.nodata, im.hasNoData }
 
 // BlockSize is the tile size, or the image width and rows per strip of a stripped image.
 func (im *Image) BlockSize() (cols, rows int) { return im.blockW, im.blockH }

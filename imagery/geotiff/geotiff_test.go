@@ -343,3 +343,28 @@ func TestWriteFloat32OpensInGDAL(t *testing.T) {
 	}
 	assert.Equal(t, want, gdalDecode(t, p), "GDAL decodes what WriteFloat32 wrote")
 }
+
+func TestWriteGeoKeysAndNoData(t *testing.T) {
+	tests := []struct {
+		grid   geo.Grid
+		nodata float64
+	}{
+		{geo.Grid{EPSG: 4326, X0: 4.05, Y0: 50.75, DX: 0.0001, DY: 0.0001, Cols: 20, Rows: 10}, math.NaN()},
+		{geo.Grid{EPSG: 32633, X0: 465181.0522318204, Y0: 5080254.63349641, DX: 9.99479222007154, DY: 9.997448467363668, Cols: 20, Rows: 10}, math.Inf(-1)},
+		{geo.Grid{X0: 0, Y0: 100, DX: 1, DY: 1, Cols: 20, Rows: 10}, -3.5e38},
+	}
+	for _, tc := range tests {
+		var buf bytes.Buffer
+		require.NoError(t, WriteFloat32(&buf, tc.grid, make([]float32, 200), tc.nodata))
+		f, err := Open(bytes.NewReader(buf.Bytes()))
+		require.NoError(t, err)
+		assert.Equal(t, tc.grid, f.Grid())
+		nd, ok := f.NoData()
+		require.True(t, ok)
+		if math.IsNaN(tc.nodata) {
+			assert.True(t, math.IsNaN(nd))
+		} else {
+			assert.Equal(t, tc.nodata, nd)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package imagery
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -158,6 +159,18 @@ func newTileCache(budget int64) *tileCache {
 }
 
 func (c *tileCache) get(ctx context.Context, k blockKey, load func() (*geotiff.Raster, error)) (*geotiff.Raster, error) {
+	for {
+		r, err := c.getOnce(ctx, k, load)
+		// Another caller's load may have failed because its context ended:
+		// that is no reason to fail this caller, whose context is alive.
+		if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue
+		}
+		return r, err
+	}
+}
+
+func (c *tileCache) getOnce(ctx context.Context, k blockKey, load func() (*geotiff.Raster, error)) (*geotiff.Raster, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[k]; ok {
 		if e.elem != nil {
@@ -178,26 +191,29 @@ func (c *tileCache) get(ctx context.Context, k blockKey, load func() (*geotiff.R
 	c.entries[k] = e
 	c.mu.Unlock()
 
-	e.r, e.err = load()
-	close(e.ready)
+	r, err := load()
 
+	// Settle the entry before waking waiters, so a waiter that retries after
+	// a failure never finds the failed entry again.
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e.err != nil {
+	e.r, e.err = r, err
+	if err != nil {
 		// Do not keep failures (a cancelled context, a network error): the next caller retries.
 		if c.entries[k] == e {
 			delete(c.entries, k)
 		}
-		return nil, e.err
+	} else {
+		e.size = rasterBytes(r)
+		e.elem = c.lru.PushFront(e)
+		c.used += e.size
+		for c.used > c.budget && c.lru.Len() > 1 {
+			old := c.lru.Back().Value.(*cacheEntry)
+			c.lru.Remove(old.elem)
+			delete(c.entries, old.key)
+			c.used -= old.size
+		}
 	}
-	e.size = rasterBytes(e.r)
-	e.elem = c.lru.PushFront(e)
-	c.used += e.size
-	for c.used > c.budget && c.lru.Len() > 1 {
-		old := c.lru.Back().Value.(*cacheEntry)
-		c.lru.Remove(old.elem)
-		delete(c.entries, old.key)
-		c.used -= old.size
-	}
-	return e.r, nil
+	c.mu.Unlock()
+	close(e.ready)
+	return r, err
 }

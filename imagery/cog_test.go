@@ -250,3 +250,35 @@ func BenchmarkPeerTileField100ha(b *testing.B) {
 		}
 	}
 }
+
+// TestTileCacheCancelledLoader: when the caller loading a block is cancelled,
+// a waiter with a live context loads it itself instead of failing.
+func TestTileCacheCancelledLoader(t *testing.T) {
+	c := newTileCache(1 << 20)
+	k := blockKey{&band{name: "B04"}, 0, 0}
+	ctx1, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done1 := make(chan error)
+	go func() {
+		_, err := c.get(ctx1, k, func() (*geotiff.Raster, error) {
+			close(started)
+			<-ctx1.Done()
+			return nil, ctx1.Err()
+		})
+		done1 <- err
+	}()
+	<-started
+	done2 := make(chan error)
+	go func() {
+		r, err := c.get(context.Background(), k, func() (*geotiff.Raster, error) {
+			return geotiff.NewRaster(geo.Window{Cols: 4, Rows: 4}, geotiff.Uint16), nil
+		})
+		if err == nil && r.Window.Cols != 4 {
+			err = io.ErrUnexpectedEOF
+		}
+		done2 <- err
+	}()
+	cancel()
+	assert.ErrorIs(t, <-done1, context.Canceled)
+	assert.NoError(t, <-done2)
+}

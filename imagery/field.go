@@ -185,6 +185,24 @@ func newResampling(target, band geo.Grid) resampling {
 	return r
 }
 
+// identity reports whether the band pixels map one to one onto the target.
+func (r resampling) identity() bool {
+	if r.src.Cols != r.tcols || r.src.Rows != r.trows {
+		return false
+	}
+	for i, c := range r.cols {
+		if c != i {
+			return false
+		}
+	}
+	for i, row := range r.rows {
+		if row != i {
+			return false
+		}
+	}
+	return true
+}
+
 // readReflectance returns b's reflectance on target, NaN where b has no data.
 func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) ([]float64, error) {
 	if err := s.open(ctx, b); err != nil {
@@ -194,8 +212,8 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		return nil, fmt.Errorf("band %s: EPSG:%d differs from the scene's EPSG:%d", b.name, b.grid.EPSG, target.EPSG)
 	}
 	rs := newResampling(target, b.grid)
-	out := make([]float64, target.Cols*target.Rows)
 	if rs.src.Empty() {
+		out := make([]float64, target.Cols*target.Rows)
 		for i := range out {
 			out[i] = math.NaN()
 		}
@@ -205,9 +223,25 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 	if err != nil {
 		return nil, err
 	}
-	// Reflectance per possible DN would need a table per band; the two
-	// operations per pixel are cheaper than the lookup for wide types.
+	// Reflectance = (DN + add) / divisor: dividing by 10000 rather than
+	// multiplying by 0.0001 (inexact in binary) matches numpy's DN/10000.
+	toRefl := func(v float64) float64 { return (v + b.add) * b.scale }
+	if d := 1 / b.scale; d == math.Round(d) {
+		toRefl = func(v float64) float64 { return (v + b.add) / d }
+	}
 	nan := math.NaN()
+	noData := func(v float64) bool { return v == 0 || (b.hasND && v == b.nodata) || math.IsNaN(v) }
+	if rs.identity() { // same grid as the scene: convert in place
+		for i, v := range dn {
+			if noData(v) {
+				dn[i] = nan
+			} else {
+				dn[i] = toRefl(v)
+			}
+		}
+		return dn, nil
+	}
+	out := make([]float64, target.Cols*target.Rows)
 	for row, sr := range rs.rows {
 		line := out[row*rs.tcols : (row+1)*rs.tcols]
 		if sr < 0 {
@@ -218,16 +252,11 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		}
 		srcLine := dn[sr*rs.src.Cols : (sr+1)*rs.src.Cols]
 		for c, sc := range rs.cols {
-			if sc < 0 {
+			if sc < 0 || noData(srcLine[sc]) {
 				line[c] = nan
 				continue
 			}
-			v := srcLine[sc]
-			if v == 0 || (b.hasND && v == b.nodata) || math.IsNaN(v) {
-				line[c] = nan
-				continue
-			}
-			line[c] = (v + b.add) * b.scale
+			line[c] = toRefl(srcLine[sc])
 		}
 	}
 	return out, nil

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -358,12 +360,7 @@ func (s *Scene) Grid() geo.Grid { return s.grid }
 
 // Bands lists the reflectance bands the scene holds.
 func (s *Scene) Bands() []string {
-	names := make([]string, 0, len(s.bands))
-	for n := range s.bands {
-		names = append(names, n)
-	}
-	sortStrings(names)
-	return names
+	return slices.Sorted(maps.Keys(s.bands))
 }
 
 // MaskBand is "SCL", "CLM" or "" when the scene has no mask.

@@ -93,24 +93,48 @@ func (s *Server) RunWebhooks(ctx context.Context) error {
 // field's previous usable image of that index (the download rule, read in tx).
 func notificationTx(ctx context.Context, tx *sql.Tx, field Field, products []StoredProduct) (webhook.Payload, error) {
 	p := webhook.Payload{Group: field.Group, Field: field.Name, Data: []webhook.Update{}}
+	var usable []StoredProduct
 	for _, sp := range products {
-		if !sp.Usable {
-			continue
+		if sp.Usable {
+			usable = append(usable, sp)
+		}
+	}
+	if len(usable) == 0 {
+		return p, nil
+	}
+	// One scene has one date: one query finds every index's previous image.
+	date := usable[0].Date
+	rows, err := tx.QueryContext(ctx, `SELECT p.idx, p.date, p.mean FROM products p
+		WHERE p.field_id = ? AND p.usable = 1 AND p.date = (
+			SELECT max(q.date) FROM products q WHERE q.field_id = p.field_id AND q.idx = p.idx AND q.usable = 1 AND q.date < ?)`,
+		field.ID, date)
+	if err != nil {
+		return p, fmt.Errorf("notify field %q: previous images: %w", field.Name, err)
+	}
+	prev := map[string]StoredProduct{}
+	for rows.Next() {
+		var sp StoredProduct
+		if err := rows.Scan(&sp.Index, &sp.Date, &sp.Mean); err != nil {
+			rows.Close()
+			return p, fmt.Errorf("notify field %q: previous images: %w", field.Name, err)
+		}
+		prev[sp.Index] = sp
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return p, fmt.Errorf("notify field %q: previous images: %w", field.Name, err)
+	}
+	for _, sp := range usable {
+		if sp.Date != date {
+			return p, fmt.Errorf("notify field %q: products of dates %s and %s in one ingestion", field.Name, date, sp.Date)
 		}
 		day, err := time.Parse(DateLayout, sp.Date)
 		if err != nil {
 			return p, fmt.Errorf("notify field %q: product date %q: %w", field.Name, sp.Date, err)
 		}
 		q := imageRequest{field: field, index: sp.Index, chosen: sp}
-		var prev StoredProduct
-		err = tx.QueryRowContext(ctx, `SELECT date, mean FROM products
-			WHERE field_id = ? AND idx = ? AND usable = 1 AND date < ? ORDER BY date DESC LIMIT 1`,
-			sp.FieldID, sp.Index, sp.Date).Scan(&prev.Date, &prev.Mean)
-		switch {
-		case err == nil:
-			q.prev = &prev
-		case !errors.Is(err, sql.ErrNoRows):
-			return p, fmt.Errorf("notify field %q: previous %s image: %w", field.Name, sp.Index, err)
+		if pr, ok := prev[sp.Index]; ok {
+			q.prev = &pr
 		}
 		p.Data = append(p.Data, webhook.Update{
 			Index: sp.Index,

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,15 +11,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -236,6 +240,9 @@ func TestWebhooksEndToEndRealScenes(t *testing.T) {
 			seen := map[string]bool{}
 			for _, q := range reqs[want-len(names):] {
 				require.NoError(t, webhook.Verify(c.secret, q.Header, q.Body, webhook.VerifyOptions{}))
+				official, err := standardwebhooks.NewWebhook(c.secret)
+				require.NoError(t, err)
+				require.NoError(t, official.Verify(q.Body, q.Header), "the official Standard Webhooks library verifies it")
 				assert.Equal(t, "application/json", q.Header.Get("Content-Type"))
 				assert.Equal(t, "cropkit-webhook/1", q.Header.Get("User-Agent"))
 				var p webhook.Payload
@@ -544,4 +551,132 @@ func TestWebhookEndpointErrors(t *testing.T) {
 		assert.Equal(t, []any{}, r.JSON(t)["deliveries"])
 	}
 	assert.Greater(t, env.Responses.N(), 20)
+}
+
+// BenchmarkIngestWebhooks is one scene's ingestion for 100 fields × 8
+// indices (the real 64² Flanders chip, 6×6 px fields) with the owner having
+// 0 or 2 webhook URLs (enqueue cost inside the products' transaction), and
+// with 2 URLs delivered to loopback receivers until all 200 notifications
+// are acknowledged.
+func BenchmarkIngestWebhooks(b *testing.B) {
+	sceneDir := testenv.DataDir(b, "s2", "flanders-31UES", "2019-06-20")
+	f, err := geotiff.OpenFile(filepath.Join(sceneDir, "B04.tif"))
+	require.NoError(b, err)
+	g := f.Grid()
+	f.Close()
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name    string
+		hooks   int
+		deliver bool
+	}{{"hooks=0", 0, false}, {"hooks=2/enqueue", 2, false}, {"hooks=2/delivered", 2, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			env := servertest.New(b, server.Config{Webhooks: server.WebhookOptions{AllowPrivate: true}})
+			gridFields(b, env.Store, g, 10, 6, allIndices)
+			var (
+				mu   sync.Mutex
+				acks int
+			)
+			rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				acks++
+				mu.Unlock()
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			defer rc.Close()
+			for i := range bc.hooks {
+				r := do(b, env.Handler, "POST", fmt.Sprintf("/notifications/register_webhook?url=%s/%d", rc.URL, i), env.AdminToken, nil)
+				require.Equal(b, 200, r.Status, "%s", r.Body)
+			}
+			if bc.deliver {
+				rctx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { done <- env.Server.RunWebhooks(rctx) }()
+				defer func() { cancel(); <-done }()
+			}
+			start := time.Now()
+			n := 0
+			for b.Loop() {
+				res, err := env.Server.Ingest(ctx, sceneDir, server.IngestOptions{})
+				require.NoError(b, err)
+				require.Equal(b, 100, res.Fields)
+				n++
+				if bc.deliver {
+					for {
+						mu.Lock()
+						got := acks
+						mu.Unlock()
+						if got >= 200*n {
+							break
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+			}
+			b.ReportMetric(float64(100*n)/time.Since(start).Seconds(), "fields/s")
+			if bc.deliver {
+				b.ReportMetric(float64(200*n)/time.Since(start).Seconds(), "notifications/s")
+			}
+		})
+	}
+}
+
+// The server enqueues notifications with the products; RunWebhooks delivers
+// them until its context ends (cropkit serve runs it beside the HTTP server).
+func ExampleServer_RunWebhooks() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "cropkit-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := server.OpenStore(ctx, dir)
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	token, _, _ := store.EnsureAdmin(ctx)
+	srv, err := server.New(server.Config{Store: store, Webhooks: server.WebhookOptions{Timeout: 5 * time.Second}})
+	if err != nil {
+		panic(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.RunWebhooks(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	req := httptest.NewRequest("POST", "/notifications/register_webhook?url="+url.QueryEscape("https://farm.example.com/hooks/cropkit"), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	var reg struct {
+		Message string `json:"message"`
+		Created bool   `json:"created"`
+		Secret  string `json:"secret"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &reg); err != nil {
+		panic(err)
+	}
+	fmt.Println(rec.Code, reg.Created, strings.HasPrefix(reg.Secret, "whsec_"))
+	fmt.Println(reg.Message)
+	// Output:
+	// 200 true true
+	// webhook https://farm.example.com/hooks/cropkit registered; keep its secret, it is shown only once
+}
+
+func TestRunWebhooksOnce(t *testing.T) {
+	env, _ := webhookEnv(t, server.WebhookOptions{}) // runs one dispatcher
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	// A second concurrent run is refused (once the first has started).
+	require.Eventually(t, func() bool {
+		return errors.Is(env.Server.RunWebhooks(cancelled), server.ErrWebhooksRunning)
+	}, 5*time.Second, 5*time.Millisecond)
+
+	// Another server over a fresh store runs and stops with its context.
+	other := servertest.New(t, server.Config{})
+	require.ErrorIs(t, other.Server.RunWebhooks(cancelled), context.Canceled)
+	_, err := server.New(server.Config{Store: other.Store, Webhooks: server.WebhookOptions{Timeout: -time.Second}})
+	require.ErrorContains(t, err, "negative webhook option")
 }

@@ -50,6 +50,8 @@
 // 0.1 ha) are merged into their largest neighbour (geo.Sieve), then the
 // label raster is polygonized along pixel edges (geo.Polygonize): the
 // polygons are valid, do not overlap, leave no gap, and their union is
-// exactly the mask's pixels. Simplification is limited to dropping
-// collinear vertices, which cannot open gaps between zones.
+// exactly the mask's pixels. Options.SimplifyTolerance optionally
+// simplifies the boundaries (Douglas–Peucker) one shared boundary at a
+// time, so both zones along it take the same line and no gap or overlap
+// can open; the result is checked and dropped if any boundaries cross.
 package zoning

@@ -1,6 +1,8 @@
 package zoning_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -72,4 +74,37 @@ func ExamplePrescription_Doses() {
 	// Output:
 	// n_fertilizer: [162 106] kg/ha
 	// seeding: [60000 86667] seeds/ha
+}
+
+func ExampleKMeans() {
+	// Two obvious groups of 1-D values.
+	data := []float64{0.21, 0.19, 0.2, 0.8, 0.82, 0.78}
+	res, err := zoning.KMeans(context.Background(), data, 1, 2, zoning.KMeansOptions{Seed: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("centres %.2f, labels %v, inertia %.4f\n", res.Centers, res.Labels, res.Inertia)
+	// Output:
+	// centres [0.20 0.80], labels [0 0 0 1 1 1], inertia 0.0010
+}
+
+func ExampleGeoJSONToShapefileZip() {
+	geojson := []byte(`{"type":"FeatureCollection","features":[{"type":"Feature",
+		"properties":{"ZONE":1,"DOSE":120},
+		"geometry":{"type":"Polygon","coordinates":[[[4.06,50.74],[4.07,50.74],[4.07,50.75],[4.06,50.74]]]}}]}`)
+	var buf bytes.Buffer
+	if err := zoning.GeoJSONToShapefileZip(geojson, &buf); err != nil {
+		fmt.Println(err)
+		return
+	}
+	zr, _ := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	for _, f := range zr.File {
+		fmt.Println(f.Name)
+	}
+	// Output:
+	// zones.shp
+	// zones.shx
+	// zones.dbf
+	// zones.prj
 }

@@ -23,6 +23,7 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 	if tol <= 0 || len(polys) == 0 {
 		return polys, false
 	}
+	input := polys
 	polys = withTJunctions(polys)
 	ids := map[orb.Point]int32{}
 	var pts []orb.Point
@@ -40,7 +41,7 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 	for i, zp := range polys {
 		for _, r := range zp.Polygon {
 			if len(r) < 4 || r[0] != r[len(r)-1] {
-				return polys, false
+				return input, false
 			}
 			cyc := make([]int32, len(r)-1)
 			for j, p := range r[:len(r)-1] {
@@ -51,7 +52,7 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 		}
 	}
 	if total > maxSimplifyVertices {
-		return polys, false
+		return input, false
 	}
 	// Distinct neighbours of every vertex (at most 4 on a pixel grid).
 	nbrs := make([][]int32, len(pts))
@@ -93,9 +94,12 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 		}
 	}
 
+	// memo holds each arc's simplified form by its canonical vertex ids;
+	// orig the arc itself, for arcs whose simplification a ring cannot take.
 	memo := map[string][]int32{}
-	key := make([]byte, 0, 64)
-	simplifyArc := func(arc []int32) []int32 {
+	orig := map[string][]int32{}
+	keyBuf := make([]byte, 0, 64)
+	simplifyArc := func(arc []int32) ([]int32, string) {
 		// Canonical direction, so both sides simplify the same sequence.
 		rev := less(arc[len(arc)-1], arc[0]) || (arc[0] == arc[len(arc)-1] && len(arc) > 2 && less(arc[len(arc)-2], arc[1]))
 		canon := arc
@@ -103,54 +107,83 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 			canon = slices.Clone(arc)
 			slices.Reverse(canon)
 		}
-		key = key[:0]
+		keyBuf = keyBuf[:0]
 		for _, v := range canon {
-			key = binary.LittleEndian.AppendUint32(key, uint32(v))
+			keyBuf = binary.LittleEndian.AppendUint32(keyBuf, uint32(v))
 		}
-		out, ok := memo[string(key)]
+		key := string(keyBuf)
+		out, ok := memo[key]
 		if !ok {
 			out = douglasPeucker(canon, pts, tol)
-			memo[string(key)] = out
+			memo[key] = out
+			orig[key] = slices.Clone(canon)
 		}
 		if rev {
 			out = slices.Clone(out)
 			slices.Reverse(out)
 		}
-		return out
+		return out, key
 	}
 
+	// A ring that would collapse (fewer than 3 distinct vertices) or flip
+	// keeps its arcs unsimplified, on both sides; then the rings are rebuilt.
 	result := make([]ZonePolygon, len(polys))
-	for i, poly := range rings {
-		np := make(orb.Polygon, 0, len(poly))
-		for _, cyc := range poly {
-			start := slices.IndexFunc(cyc, func(v int32) bool { return node[v] })
-			rot := append(slices.Clone(cyc[start:]), cyc[:start]...)
-			rot = append(rot, rot[0])
-			var ring orb.Ring
-			a := 0
-			for b := 1; b < len(rot); b++ {
-				if !node[rot[b]] && b < len(rot)-1 {
-					continue
-				}
-				arc := simplifyArc(rot[a : b+1])
-				from := 0
-				if len(ring) > 0 {
-					from = 1 // the arc's first vertex ends the previous arc
-				}
-				for _, v := range arc[from:] {
-					ring = append(ring, pts[v])
-				}
-				a = b
-			}
-			if len(ring) < 4 || (signedArea(ring) > 0) != (signedArea(polys[i].Polygon[len(np)]) > 0) {
-				return polys, false
-			}
-			np = append(np, ring)
+	for pass := 0; ; pass++ {
+		if pass == 20 {
+			return input, false
 		}
-		result[i] = ZonePolygon{Zone: polys[i].Zone, Polygon: np}
+		retry := false
+		for i, poly := range rings {
+			np := make(orb.Polygon, 0, len(poly))
+			for _, cyc := range poly {
+				start := slices.IndexFunc(cyc, func(v int32) bool { return node[v] })
+				rot := append(slices.Clone(cyc[start:]), cyc[:start]...)
+				rot = append(rot, rot[0])
+				var ring orb.Ring
+				var keys []string
+				a := 0
+				for b := 1; b < len(rot); b++ {
+					if !node[rot[b]] && b < len(rot)-1 {
+						continue
+					}
+					arc, key := simplifyArc(rot[a : b+1])
+					keys = append(keys, key)
+					from := 0
+					if len(ring) > 0 {
+						from = 1 // the arc's first vertex ends the previous arc
+					}
+					for _, v := range arc[from:] {
+						ring = append(ring, pts[v])
+					}
+					a = b
+				}
+				if len(ring) < 4 || (signedArea(ring) > 0) != (signedArea(polys[i].Polygon[len(np)]) > 0) {
+					for _, k := range keys {
+						if len(memo[k]) != len(orig[k]) {
+							memo[k] = orig[k]
+							retry = true
+						}
+					}
+				}
+				np = append(np, ring)
+			}
+			result[i] = ZonePolygon{Zone: polys[i].Zone, Polygon: np}
+		}
+		if !retry {
+			break
+		}
 	}
-	if arcsCross(memo, pts) {
-		return polys, false
+	kept := 0
+	for _, zp := range result {
+		for _, r := range zp.Polygon {
+			if len(r) < 4 {
+				return input, false
+			}
+			kept += len(r) - 1
+		}
+	}
+	if kept >= total || arcsCross(memo, pts) {
+		return input, false
 	}
 	return result, true
 }

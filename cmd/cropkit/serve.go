@@ -21,10 +21,12 @@ import (
 // gracefully:
 //
 //	cropkit serve [--addr 127.0.0.1:8080] [--data ./cropkit-data] [--demo] [--min-clear 0.6]
+//	              [--webhook-retry-base 5s] [--webhook-timeout 15s] [--webhook-allow-private] [--webhook-concurrency 8]
 //
 // The first start creates the account "admin" and prints its token once.
 // --demo registers the bundled sample's fields for admin, ingests its scenes
 // and prints a curl command that downloads a PNG.
+// It also delivers the webhook outbox (server.RunWebhooks) until shutdown.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -33,11 +35,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	demo := fs.Bool("demo", false, "register the bundled sample fields for admin and ingest its scenes")
 	minClear := fs.Float64("min-clear", server.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	maxBody := fs.Int64("max-body", 1<<20, "request body limit in bytes")
+	var hooks server.WebhookOptions
+	fs.DurationVar(&hooks.RetryBase, "webhook-retry-base", 5*time.Second, "first webhook retry delay; the schedule (5s, 5m, 30m, 2h, 5h, 10h, 10h) scales with it")
+	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
+	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
+	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if hooks.RetryBase <= 0 || hooks.Timeout <= 0 || hooks.Concurrency <= 0 {
+		return errors.New("--webhook-retry-base, --webhook-timeout and --webhook-concurrency must be positive")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store, err := server.OpenStore(ctx, *dataDir)
@@ -52,7 +62,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if created {
 		fmt.Fprintf(stdout, "created account admin; its token (shown only once, keep it):\nADMIN TOKEN: %s\n", adminToken)
 	}
-	srv, err := server.New(server.Config{Store: store, MinClear: *minClear, MaxBodyBytes: *maxBody, Logger: logger})
+	srv, err := server.New(server.Config{Store: store, MinClear: *minClear, MaxBodyBytes: *maxBody, Logger: logger, Webhooks: hooks})
 	if err != nil {
 		return err
 	}
@@ -82,6 +92,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
+	// Webhook deliveries (pending ones resume after a restart) stop after
+	// the HTTP server, letting their attempts in flight finish.
+	hookCtx, stopHooks := context.WithCancel(context.Background())
+	hooksDone := make(chan error, 1)
+	go func() { hooksDone <- srv.RunWebhooks(hookCtx) }()
+	defer func() { stopHooks(); <-hooksDone }()
 	fmt.Fprintf(stdout, "cropkit listening on %s (data %s)\n", base, *dataDir)
 	if *demo {
 		fmt.Fprintf(stdout, "try:\n  curl -o %s.png -X POST '%s/download/ndvi/image?field_name=%s&token=%s'\n",

@@ -1,0 +1,93 @@
+package client
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/cropkit/cropkit/webhook"
+)
+
+// WebhookRegistration is the answer of RegisterWebhook (spec §2.7, plus the
+// registration's id and, when it was created now, its signing secret).
+type WebhookRegistration struct {
+	Message  string `json:"message"`
+	Username string `json:"username"`
+	ID       int64  `json:"id"`
+	URL      string `json:"url"`
+	// Created is false when the URL was already registered: nothing changed
+	// (a registration disabled by a 410 is enabled again) and Secret is empty.
+	Created bool `json:"created"`
+	// Secret signs the notifications (webhook.Verify); it is shown only once.
+	Secret string `json:"secret,omitempty"`
+}
+
+// Webhook is one of the caller's registered URLs.
+type Webhook struct {
+	ID        int64     `json:"id"`
+	Username  string    `json:"username"`
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"created_at"`
+	// Disabled is set when the receiver answered 410 Gone; register the URL
+	// again to enable it.
+	Disabled       bool      `json:"disabled"`
+	DisabledAt     time.Time `json:"disabled_at,omitzero"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+}
+
+// WebhookDelivery is one notification to one registered URL with every attempt.
+type WebhookDelivery struct {
+	ID             int64  `json:"id"`
+	MessageID      string `json:"message_id"` // the webhook-id header, the same on every attempt
+	RegistrationID int64  `json:"registration_id"`
+	URL            string `json:"url"`
+	// Status is pending, delivered, failed or cancelled.
+	Status        webhook.Status    `json:"status"`
+	CreatedAt     time.Time         `json:"created_at"`
+	NextAttemptAt time.Time         `json:"next_attempt_at,omitzero"` // pending only
+	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+	LastError     string            `json:"last_error,omitempty"`
+	Attempts      []webhook.Attempt `json:"attempts"`
+	Payload       webhook.Payload   `json:"payload"`
+}
+
+// RegisterWebhook registers url to receive the §6 notification of every new
+// image of the caller's fields (spec §4.5). Registering a URL again is
+// idempotent. The URL must be absolute http(s) without credentials, and not a
+// private address unless the server allows it (else ErrBadRequest).
+func (c *Client) RegisterWebhook(ctx context.Context, url string) (WebhookRegistration, error) {
+	var out WebhookRegistration
+	return out, c.call(ctx, request{path: "/notifications/register_webhook", query: query("url", url)}, &out)
+}
+
+// ListWebhooks lists the caller's registrations, oldest first (no secrets).
+func (c *Client) ListWebhooks(ctx context.Context) ([]Webhook, error) {
+	var out struct {
+		Webhooks []Webhook `json:"webhooks"`
+	}
+	return out.Webhooks, c.call(ctx, request{path: "/notifications/list"}, &out)
+}
+
+// DeleteWebhook deletes the caller's registration id and cancels its pending
+// notifications; ErrNotFound when the caller has no such registration.
+func (c *Client) DeleteWebhook(ctx context.Context, id int64) error {
+	return c.call(ctx, request{path: "/notifications/delete", query: query("id", strconv.FormatInt(id, 10))}, nil)
+}
+
+// DeleteWebhookURL is DeleteWebhook by registered URL.
+func (c *Client) DeleteWebhookURL(ctx context.Context, url string) error {
+	return c.call(ctx, request{path: "/notifications/delete", query: query("url", url)}, nil)
+}
+
+// WebhookDeliveries lists the caller's most recent notifications, newest
+// first, with their attempts: at most limit (0: the server's default, 100).
+func (c *Client) WebhookDeliveries(ctx context.Context, limit int) ([]WebhookDelivery, error) {
+	q := query()
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out struct {
+		Deliveries []WebhookDelivery `json:"deliveries"`
+	}
+	return out.Deliveries, c.call(ctx, request{path: "/notifications/deliveries", query: q}, &out)
+}

@@ -1,5 +1,0 @@
-package imagery
-
-import "sort"
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -275,6 +275,9 @@ func (s *Scene) readMask(ctx context.Context, target geo.Grid) ([]bool, error) {
 	if err := s.open(ctx, m); err != nil {
 		return nil, err
 	}
+	if m.grid.EPSG != target.EPSG {
+		return nil, fmt.Errorf("mask %s: EPSG:%d differs from the scene's EPSG:%d", m.name, m.grid.EPSG, target.EPSG)
+	}
 	rs := newResampling(target, m.grid)
 	if rs.src.Empty() {
 		return clear, nil // outside the mask's extent: treat as no data

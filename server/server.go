@@ -159,7 +159,7 @@ func (s *Server) routes() {
 		{methods: readable, paths: []string{"/indices/list"}, access: user, handle: s.handleIndices},
 		{methods: postOnly, paths: []string{"/scenes/ingest"}, access: admin, raw: true, maxBody: -1, handle: s.handleIngest},
 	}
-	// Zoning (§4.1, §4.3, /files/upload, /convert/…): all = append(all, s.zoneRoutes()...)
+	all = append(all, s.zoneRoutes()...)    // §4.1, §4.3, /files/upload, /convert/… (zones.go)
 	all = append(all, s.webhookRoutes()...) // §4.5, /notifications/… (webhooks.go)
 	for _, rt := range all {
 		h := s.operation(rt)

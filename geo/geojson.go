@@ -17,7 +17,7 @@ var ErrInvalidGeoJSON = errors.New("invalid GeoJSON")
 // Feature is one polygonal GeoJSON feature.
 type Feature struct {
 	ID any // the feature's "id" member, nil when absent
-	// Name is the "name" property, or "field_name" when there is no "name"
+	// Name is the "field_name" property, or "name" when there is no "field_name"
 	// (the two spellings the field files use); empty when neither is a string.
 	Name       string
 	Properties map[string]any
@@ -107,9 +107,9 @@ func ReadFeatures(data []byte) ([]Feature, error) {
 		if err != nil {
 			return nil, fmt.Errorf("feature %d: %w", i, err)
 		}
-		name, ok := f.Properties["name"].(string)
+		name, ok := f.Properties["field_name"].(string)
 		if !ok {
-			name, _ = f.Properties["field_name"].(string)
+			name, _ = f.Properties["name"].(string)
 		}
 		out = append(out, Feature{ID: f.ID, Name: name, Properties: f.Properties, Geometry: mp})
 	}

@@ -198,8 +198,8 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 						if math.IsNaN(p.Values[i]) {
 							require.True(t, math.IsNaN(rep.Values[i]))
 						} else {
-							// Pixel values are written with float32 precision.
-							require.Equal(t, float32(p.Values[i]), float32(rep.Values[i]))
+							// Pixel values are written rounded to 6 decimals (imagery.Report).
+							require.InDelta(t, p.Values[i], rep.Values[i], 5e-7)
 						}
 					}
 					// mean_variation against the previous usable date.
@@ -266,7 +266,7 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 			require.Equal(t, 200, r.Status, "%s", r.Body)
 			v := r.JSON(t)
 			assert.Equal(t, "2019-06-20", v["date"])
-			assert.Equal(t, float32(p.Values[idx]), float32(v["value"].(float64)))
+			assert.InDelta(t, p.Values[idx], v["value"].(float64), 5e-7, "stored values carry 6 decimals")
 
 			// The float32 GeoTIFF holds the product's values.
 			r = do(t, h, "GET", "/rasters/get?"+q("index", "ndvi", "date", "2019-06-20"), tok, nil)
@@ -284,7 +284,7 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 				if math.IsNaN(want) {
 					require.Equal(t, -9999.0, rs.At(i))
 				} else {
-					require.Equal(t, float64(float32(want)), rs.At(i))
+					require.InDelta(t, want, rs.At(i), 1e-6, "6 decimals, then float32")
 				}
 			}
 		})

@@ -171,7 +171,7 @@ func (s *Server) ingestField(ctx context.Context, scene *imagery.Scene, sceneBan
 	stored := make([]StoredProduct, 0, len(indices))
 	var keep []imagery.Product
 	for _, name := range indices {
-		sp := StoredProduct{FieldID: f.ID, Index: name, Date: date, SceneID: scene.ID(), CloudCover: 100, IngestedAt: ingested}
+		sp := StoredProduct{FieldID: f.ID, Index: name, Date: date, SceneID: scene.ID(), CloudCover: 100, IngestedAt: ingested, AcquiredAt: scene.Date().UTC()}
 		p, ok := byIndex[name]
 		if ok {
 			st := p.Stats

@@ -773,6 +773,9 @@ type StoredProduct struct {
 	FieldPixels int
 	Grid        geo.Grid // of the product's values (scene CRS)
 	IngestedAt  time.Time
+	// AcquiredAt is the scene's acquisition time (UTC), set by ingestion for
+	// the webhook payload; it is not stored (rows keep the date only).
+	AcquiredAt time.Time
 }
 
 // fieldDir is DIR/products/<field-id>.

@@ -78,8 +78,9 @@ var ErrWebhooksRunning = errors.New("server: webhook delivery already running")
 // attempts in flight finish (each bounded by WebhookOptions.Timeout), and
 // returns ctx's error. Notifications are enqueued whether it runs or not
 // (durably, with the products): pending ones are delivered when it runs
-// again, in this process or after a restart. Run it once per data
-// directory; a second concurrent call returns ErrWebhooksRunning.
+// again, in this process or after a restart. A second concurrent call on
+// the same Server returns ErrWebhooksRunning; dispatchers of two processes
+// on one data directory share the outbox safely (each claim is atomic).
 func (s *Server) RunWebhooks(ctx context.Context) error {
 	if !s.hooks.running.CompareAndSwap(false, true) {
 		return ErrWebhooksRunning
@@ -128,9 +129,13 @@ func notificationTx(ctx context.Context, tx *sql.Tx, field Field, products []Sto
 		if sp.Date != date {
 			return p, fmt.Errorf("notify field %q: products of dates %s and %s in one ingestion", field.Name, date, sp.Date)
 		}
-		day, err := time.Parse(DateLayout, sp.Date)
-		if err != nil {
-			return p, fmt.Errorf("notify field %q: product date %q: %w", field.Name, sp.Date, err)
+		acquired := sp.AcquiredAt
+		if acquired.IsZero() { // products not from a scene in this process: the date at midnight
+			day, err := time.Parse(DateLayout, sp.Date)
+			if err != nil {
+				return p, fmt.Errorf("notify field %q: product date %q: %w", field.Name, sp.Date, err)
+			}
+			acquired = day
 		}
 		q := imageRequest{field: field, index: sp.Index, chosen: sp}
 		if pr, ok := prev[sp.Index]; ok {
@@ -138,7 +143,7 @@ func notificationTx(ctx context.Context, tx *sql.Tx, field Field, products []Sto
 		}
 		p.Data = append(p.Data, webhook.Update{
 			Index: sp.Index,
-			Date:  webhook.FormatDate(day),
+			Date:  webhook.FormatDate(acquired),
 			Content: webhook.Content{
 				Mean: sp.Mean, MeanVariation: q.meanVariation(), Median: sp.Median, Std: sp.Std,
 				Min: sp.Min, Max: sp.Max, P25: sp.P25, P75: sp.P75,

@@ -253,7 +253,9 @@ func TestWebhooksEndToEndRealScenes(t *testing.T) {
 				require.Len(t, p.Data, len(indices))
 				for i, u := range p.Data {
 					assert.Equal(t, indices[i], u.Index)
-					assert.Equal(t, date+" 00:00:00 GMT", u.Date)
+					// The scene's acquisition time (ACQUISITION_DATETIME_UTC), not just the day.
+					assert.Regexp(t, `^`+date+` 1[01]:\d\d:\d\d GMT$`, u.Date)
+					assert.NotEqual(t, date+" 00:00:00 GMT", u.Date)
 					sp := storedProduct(t, env, "farmer", p.Field, u.Index, date)
 					require.True(t, sp.Usable)
 					c := u.Content
@@ -350,7 +352,8 @@ func TestWebhookRetriesDisableAndIsolation(t *testing.T) {
 	ingest(t, env, filepath.Join(sceneRoot, "2019-06-20"))
 	require.Eventually(t, func() bool { return len(fast.requests()) == 1 }, timeout, 5*time.Millisecond)
 	assert.Less(t, time.Since(start), timeout-time.Second, "the hanging receiver does not delay the others")
-	require.Len(t, hanging.requests(), 1, "the hanging receiver got its attempt meanwhile")
+	require.Eventually(t, func() bool { return len(hanging.requests()) == 1 }, time.Second, 5*time.Millisecond,
+		"the hanging receiver got its attempt concurrently")
 
 	byReg := func() map[int64]listedDelivery {
 		out := map[int64]listedDelivery{}

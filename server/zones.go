@@ -453,9 +453,11 @@ func orOpen(date string) string {
 }
 
 // seasonRange is the season a seeding prescription averages over: the
-// field's latest metadata season (start_date to harvest_date, open-ended
-// without a harvest date) when one is registered, else the 12 months up to
-// the latest usable image (latest).
+// field's metadata season of its latest usable image (the latest season
+// starting on or before that image's date, from start_date to harvest_date,
+// open-ended without a harvest date), else the 12 months up to the latest
+// usable image. A season registered ahead (a cover crop after harvest, next
+// year's crop) has no image yet, so the last season with imagery is used.
 func (s *Server) seasonRange(ctx context.Context, f Field, latest string) (from, to string, err error) {
 	stored, err := s.store.Seasons(ctx, f.ID)
 	if err != nil {
@@ -465,9 +467,10 @@ func (s *Server) seasonRange(ctx context.Context, f Field, latest string) (from,
 	if err != nil {
 		return "", "", err
 	}
-	if len(seasons) > 0 {
-		cur := seasons[len(seasons)-1]
-		return cur.StartDate, cur.HarvestDate, nil
+	for i := len(seasons) - 1; i >= 0; i-- {
+		if seasons[i].StartDate <= latest {
+			return seasons[i].StartDate, seasons[i].HarvestDate, nil
+		}
 	}
 	end, err := time.Parse(DateLayout, latest)
 	if err != nil {

@@ -101,7 +101,7 @@ func TestClientWebhooks(t *testing.T) {
 	assert.Equal(t, "wheat", d.Payload.Field)
 	require.Len(t, d.Payload.Data, 2)
 	assert.Equal(t, "ndvi", d.Payload.Data[0].Index)
-	assert.Equal(t, "2019-06-20 00:00:00 GMT", d.Payload.Data[0].Date)
+	assert.Equal(t, "2019-06-20 10:57:03 GMT", d.Payload.Data[0].Date, "the acquisition time (ACQUISITION_DATETIME_UTC)")
 
 	// The receiver got the same signed body twice, under one webhook-id.
 	mu.Lock()

@@ -118,3 +118,35 @@ func TestZones(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, zr.File, 4)
 }
+
+// Zones from two weighted layers, one of them a soil shapefile sent with
+// the request, clipped to a parcel, as a shapefile for a terminal.
+func ExampleClient_VariableRateZones() {
+	c, err := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("CROPKIT_TOKEN")))
+	if err != nil {
+		return
+	}
+	files := map[string][]byte{}
+	for _, ext := range []string{".shp", ".shx", ".dbf", ".prj"} {
+		data, err := os.ReadFile("soil" + ext)
+		if err != nil {
+			return
+		}
+		files["soil"+ext] = data
+	}
+	z, err := c.VariableRateZones(context.Background(), client.VariableRateZonesRequest{
+		FieldName: "north",
+		NZones:    4,
+		Layers: []client.Layer{
+			{Type: "crop_health", Weight: 2, Index: "ndvi", StartDate: "2019-06-01", EndDate: "2019-07-31"},
+			{Type: "custom", Weight: 1, Filename: "soil.shp", Attribute: "clay"},
+		},
+		ParcelGeoJSON: json.RawMessage(`{"type":"Polygon","coordinates":[[[4.0618,50.7451],[4.064,50.7451],[4.064,50.7465],[4.0618,50.7465],[4.0618,50.7451]]]}`),
+		Files:         files,
+		Format:        "shapefile",
+	})
+	if err != nil {
+		return
+	}
+	_ = os.WriteFile(z.File.Name, z.File.Data, 0o644)
+}

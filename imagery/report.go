@@ -73,13 +73,20 @@ func LatLonBounds(g geo.Grid) ([2][2]float64, error) {
 
 // MarshalJSON writes the §2.5 document with the index's name as key.
 func (r Report) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(nil)
+}
+
+// AppendJSON appends the §2.5 document (as MarshalJSON writes it) to dst and
+// returns the extended buffer. Callers writing many reports reuse one buffer:
+// the pixel arrays make a document of about 10 bytes per pixel.
+func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Index == "" {
-		return nil, fmt.Errorf("report: empty index name")
+		return dst, fmt.Errorf("report: empty index name")
 	}
-	if len(r.Values) != r.Cols*r.Rows {
-		return nil, fmt.Errorf("report %s: %d values for %dx%d", r.Index, len(r.Values), r.Cols, r.Rows)
+	if r.Cols < 0 || r.Rows < 0 || len(r.Values) != r.Cols*r.Rows {
+		return dst, fmt.Errorf("report %s: %d values for %dx%d", r.Index, len(r.Values), r.Cols, r.Rows)
 	}
-	b := make([]byte, 0, 256+len(r.Values)*12)
+	b := slices.Grow(dst, 256+len(r.Values)*maxPixelLen)
 	b = append(b, `{"bounds":[[`...)
 	b = appendNumber(b, r.Bounds[0][0])
 	b = append(b, ',')
@@ -95,14 +102,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		if row > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '[')
-		for c, v := range r.Values[row*r.Cols : (row+1)*r.Cols] {
-			if c > 0 {
-				b = append(b, ',')
-			}
-			b = appendPixel(b, v)
-		}
-		b = append(b, ']')
+		b = appendPixelRow(b, r.Values[row*r.Cols:(row+1)*r.Cols])
 	}
 	b = append(b, ']')
 	for _, kv := range []struct {
@@ -149,43 +149,49 @@ func appendNumber(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, v, format, -1, 64)
 }
 
+// maxPixelLen is the longest text appendPixelRow writes per value of
+// magnitude below pixelFixedMax, separator included: "-999999999.999999,".
+const maxPixelLen = 18
+
+// pixelFixedMax bounds the values written in fixed point; larger ones
+// (never an index of reflectances, but a custom one may) go through appendNumber.
+const pixelFixedMax = 1e9
+
+// appendPixelRow writes one row of the pixel array, "[v,v,…]", each value
+// as appendPixel does. It writes into spare capacity rather than appending
+// byte by byte: the pixel arrays are most of a report and this is its hot loop.
+func appendPixelRow(b []byte, row []float64) []byte {
+	b = append(b, '[')
+	for c, v := range row {
+		if cap(b)-len(b) < maxPixelLen {
+			b = slices.Grow(b, maxPixelLen+(len(row)-c)*8)
+		}
+		n := len(b)
+		if c > 0 {
+			b = b[:n+1]
+			b[n] = ','
+		}
+		if a := math.Abs(v); !(a < pixelFixedMax) { // NaN, ±Inf and large values
+			b = appendPixel(b, v)
+			continue
+		}
+		b = appendFixed6(b, v)
+	}
+	return append(b, ']')
+}
+
 // appendPixel writes a pixel value rounded to 6 decimals (the tolerance the
 // statistics are verified to; the inputs are 16-bit DNs), trailing zeros
-// dropped. Integer formatting is several times faster than shortest-float
-// formatting, and the pixel arrays are most of the document.
+// dropped, and null when it is not finite.
 func appendPixel(b []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(b, "null"...)
 	}
-	a := math.Abs(v)
-	if a >= 1e9 {
+	if math.Abs(v) >= pixelFixedMax {
 		return appendNumber(b, v)
 	}
-	n := int64(math.Round(a * 1e6))
-	if n == 0 {
-		return append(b, '0')
-	}
-	if v < 0 {
-		b = append(b, '-')
-	}
-	b = strconv.AppendInt(b, n/1e6, 10)
-	frac := n % 1e6
-	if frac == 0 {
-		return b
-	}
-	var digits [7]byte
-	digits[0] = '.'
-	for k := 6; k >= 1; k-- {
-		digits[k] = byte('0' + frac%10)
-		frac /= 10
-	}
-	end := 7
-	for digits[end-1] == '0' {
-		end--
-	}
-	return append(b, digits[:end]...)
+	return slices.Grow(b, maxPixelLen) |> nil
 }
-
 // UnmarshalJSON reads a §2.5 document; the index is the one key that is not
 // a known field. Nulls become NaN (or a nil MeanVariation).
 func (r *Report) UnmarshalJSON(data []byte) error {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -212,10 +213,36 @@ func TestVariableRateZonesReal(t *testing.T) {
 	field := z.fields["UES-03"].Geometry
 	fieldArea := pixelArea(t, field, z.grid)
 
+	// The library on the scene itself, for comparison.
+	sc, err := imagery.OpenScene(context.Background(), filepath.Join(testenv.DataDir(t, "s2", "flanders-31UES"), "2019-06-20"), imagery.SceneOptions{})
+	require.NoError(t, err)
+	lib, err := sc.FieldProducts(context.Background(), field, []string{"ndvi"}, nil)
+	sc.Close()
+	require.NoError(t, err)
+	require.Equal(t, z.grid, lib[0].Grid)
+	libMask, err := zoning.FieldMask(field, lib[0].Grid)
+	require.NoError(t, err)
+
 	for k := 3; k <= 6; k++ {
 		vals := map[string]string{"field_name": "UES-03", "n_zones": itoa(k), "layers": ndviLayer("2019-06-20"), "dst_crs": "32631"}
 		r := postForm(t, z.env, "/v1/variable-rate-zones", z.tok, vals, nil)
 		c := decodeZones(t, r)
+		// The server composes the library: the same zones as the library on
+		// the scene (stored values are rounded to 6 decimals).
+		res, err := zoning.Compute(context.Background(), lib[0].Grid, libMask,
+			[]zoning.Layer{{Name: "ndvi", Type: zoning.CropHealth, Values: lib[0].Values, Weight: 1}}, zoning.Options{Zones: k, Seed: 1})
+		require.NoError(t, err)
+		require.NoError(t, zoning.Prescription{Type: zoning.NFertilizer}.Apply(res))
+		want, err := res.Collection(32631)
+		require.NoError(t, err)
+		require.Len(t, c.Features, len(want.Features), "k=%d", k)
+		for i, wf := range want.Features {
+			gf := c.Features[i]
+			assert.Equal(t, wf.Zone, gf.Properties.ZONE)
+			assert.InDelta(t, wf.RasterVal, gf.Properties.RASTER_VAL, 1e-6)
+			assert.InDelta(t, wf.Dose, gf.Properties.DOSE, 1e-3)
+			assert.InDelta(t, geo.Area(orb.MultiPolygon{wf.Polygon}), geo.Area(orb.MultiPolygon{gf.Geometry.Coordinates}), 1e-3)
+		}
 		assert.Equal(t, "urn:ogc:def:crs:EPSG::32631", c.CRS.Properties.Name)
 		assert.Contains(t, r.Header.Get("Content-Disposition"), "UES-03_zones.geojson")
 		areas := checkZoneGeometry(t, c, fieldArea)

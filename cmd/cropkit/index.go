@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -39,6 +40,8 @@ type indexJob struct {
 	date    time.Time
 	workers int
 	timings bool
+	// cpuProfile names a file for a CPU profile of the run (go tool pprof).
+	cpuProfile string
 }
 
 // runIndex computes per-field index statistics and PNGs:
@@ -60,6 +63,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Twice the CPUs: file creation and renames block, decoding does not.
 	fs.IntVar(&job.workers, "workers", 2*runtime.GOMAXPROCS(0), "fields processed concurrently")
 	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
+	fs.StringVar(&job.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -190,6 +194,13 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stderr io.
 		return fmt.Errorf("create output folder: %w", err)
 	}
 	sortFields(fields, scenes[0])
+	if job.cpuProfile != "" {
+		stop, err := startCPUProfile(job.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -333,6 +344,19 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func day(t time.Time) string { return t.UTC().Format("2006-01-02") }

@@ -459,3 +459,29 @@ func TestLargeImageSpansIDATChunks(t *testing.T) {
 		assert.Equal(t, wantPixel(c, values[p[1]*300+p[0]]), nrgbaAt(img, 2*p[0]+1, 2*p[1]+1))
 	}
 }
+
+// BenchmarkEncodePNGField150 is a field the size of the peers' scattered
+// fields (150×150 px, a disc with noisy values: more than 256 colours, the
+// keyed RGB path), the typical image of cropkit index.
+func BenchmarkEncodePNGField150(b *testing.B) {
+	c, _ := ForIndex("ndvi")
+	values := fieldValues(150, 150, 1)
+	for i := range values {
+		values[i] += 0.25 * math.Sin(float64(i)) // real fields are noisier than fieldValues
+	}
+	img, err := Image(values, 150, 150, c, 1)
+	require.NoError(b, err)
+	if _, ok := img.(*image.NRGBA); !ok {
+		b.Fatalf("want the NRGBA path, got %T", img)
+	}
+	enc := NewEncoder()
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := enc.Encode(&buf, values, 150, 150, c, PNGOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "png-bytes")
+}

@@ -163,6 +163,19 @@ func ExampleSieve() {
 	// Output: [1 1 1 2 2 1 1 1 2 2 1 1 1 2 2]
 }
 
+func ExampleSieveWithOptions() {
+	labels := []int32{
+		1, 1, 1, 2, 2,
+		1, 3, 1, 2, 2,
+		1, 1, 1, 3, 2,
+	}
+	// Both 3s are below 2 pixels: the first joins its largest neighbour,
+	// the second is the last region of label 3 and is kept.
+	_ = geo.SieveWithOptions(labels, 5, 3, geo.SieveOptions{MinPixels: 2, KeepLabels: true})
+	fmt.Println(labels)
+	// Output: [1 1 1 2 2 1 1 1 2 2 1 1 1 3 2]
+}
+
 func ExamplePolygonize() {
 	labels := []int32{
 		1, 1, 2,

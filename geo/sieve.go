@@ -17,6 +17,29 @@ import "fmt"
 // Time is O(pixels + regions·log regions) when minPixels is small; each
 // merge looks only at the pixels of the small region being merged.
 func Sieve(labels []int32, cols, rows int, minPixels int, nodata int32) error {
+	return SieveWithOptions(labels, cols, rows, SieveOptions{MinPixels: minPixels, Nodata: nodata})
+}
+
+// SieveOptions tunes SieveWithOptions.
+type SieveOptions struct {
+	// MinPixels is the smallest region size kept (0 or 1: nothing changes).
+	MinPixels int
+	// Nodata marks pixels that are never changed and never a neighbour.
+	Nodata int32
+	// KeepLabels keeps every label present in the raster: a small region
+	// is not merged when it is the last region of its label, so no label
+	// is sieved away (that region may stay below MinPixels; small
+	// neighbours can still merge into it). Since regions are handled
+	// smallest first, the region kept is normally the label's largest (the
+	// last in row-major order among equals); it can differ only when a
+	// smaller region of the label outgrew it by absorbing neighbours.
+	KeepLabels bool
+}
+
+// SieveWithOptions is Sieve with options; with the zero KeepLabels it is
+// exactly Sieve(labels, cols, rows, opts.MinPixels, opts.Nodata).
+func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
+	minPixels, nodata := opts.MinPixels, opts.Nodata
 	if cols < 0 || rows < 0 || len(labels) != cols*rows {
 		return fmt.Errorf("sieve: %d labels for a %d×%d raster", len(labels), cols, rows)
 	}
@@ -63,6 +86,23 @@ func Sieve(labels []int32, cols, rows int, minPixels int, nodata int32) error {
 	}
 	size := rg.size
 	label := rg.label
+	// With KeepLabels, live counts the unmerged regions of each label
+	// (dense label index per region in lab).
+	var lab, live []int32
+	if opts.KeepLabels {
+		lab = make([]int32, nr)
+		dense := make(map[int32]int32)
+		for i, l := range label {
+			d, ok := dense[l]
+			if !ok {
+				d = int32(len(live))
+				dense[l] = d
+				live = append(live, 0)
+			}
+			lab[i] = d
+			live[d]++
+		}
+	}
 	// A root's pixels are its own list followed by those of the regions
 	// merged into it: a chain of CSR segments, next linking them.
 	next := make([]int32, nr)
@@ -84,6 +124,9 @@ func Sieve(labels []int32, cols, rows int, minPixels int, nodata int32) error {
 			r := buckets[bs][k]
 			if parent[r] != r || size[r] != bs {
 				continue // merged away or grown since it was queued
+			}
+			if live != nil && live[lab[r]] == 1 {
+				continue // the last region of its label
 			}
 			best, bestSize := int32(-1), -1
 			consider := func(q int) {
@@ -118,6 +161,9 @@ func Sieve(labels []int32, cols, rows int, minPixels int, nodata int32) error {
 			}
 			// Merge r into best: best keeps its label.
 			parent[r] = best
+			if live != nil {
+				live[lab[r]]--
+			}
 			size[best] += size[r]
 			next[tail[best]] = r
 			tail[best] = tail[r]

@@ -88,6 +88,134 @@ func TestSieve(t *testing.T) {
 	}
 }
 
+func TestSieveKeepLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		pic        []string
+		min        int
+		want, keep []string // plain Sieve, KeepLabels
+	}{
+		{
+			name: "a label made of small regions keeps its largest",
+			pic:  []string{"aaaaaaa", "abaabba", "aaaaaaa"},
+			min:  3,
+			want: []string{"aaaaaaa", "aaaaaaa", "aaaaaaa"},
+			keep: []string{"aaaaaaa", "aaaabba", "aaaaaaa"},
+		},
+		{
+			name: "the last region of a label stays below the minimum",
+			pic:  []string{"aaaa", "abba", "aaaa"},
+			min:  3,
+			want: []string{"aaaa", "aaaa", "aaaa"},
+			keep: []string{"aaaa", "abba", "aaaa"},
+		},
+		{
+			name: "a small region merges into a kept small region",
+			// a (1 px) is not the last a: it joins b (3 px), the last b,
+			// which is kept although still below the minimum of 5.
+			pic:  []string{"ab.a", "bb.a"},
+			min:  5,
+			want: []string{"bb.a", "bb.a"},
+			keep: []string{"bb.a", "bb.a"},
+		},
+		{
+			name: "labels with large regions sieve as usual",
+			pic:  []string{"aaabbbb", "aacbbbb", "aaabbbb", "ccccccc"},
+			min:  2,
+			want: []string{"aaabbbb", "aabbbbb", "aaabbbb", "ccccccc"},
+			keep: []string{"aaabbbb", "aabbbbb", "aaabbbb", "ccccccc"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			labels, cols, rows := parseLabels(tc.pic...)
+			plain := append([]int32(nil), labels...)
+			require.NoError(t, geo.SieveWithOptions(plain, cols, rows, geo.SieveOptions{MinPixels: tc.min}))
+			assert.Equal(t, tc.want, picture(plain, cols), "without KeepLabels")
+			require.NoError(t, geo.SieveWithOptions(labels, cols, rows, geo.SieveOptions{MinPixels: tc.min, KeepLabels: true}))
+			assert.Equal(t, tc.keep, picture(labels, cols), "with KeepLabels")
+		})
+	}
+}
+
+func TestSieveKeepLabelsRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 30 {
+		cols, rows := 10+rng.IntN(60), 10+rng.IntN(60)
+		// Unsmoothed noise: most regions are tiny, as with per-pixel k-means.
+		labels := make([]int32, cols*rows)
+		k := 2 + rng.IntN(6)
+		for p := range labels {
+			if rng.Float64() > 0.05 {
+				labels[p] = int32(1 + rng.IntN(k))
+			}
+		}
+		before := append([]int32(nil), labels...)
+		minPixels := 2 + rng.IntN(30)
+
+		plain := append([]int32(nil), labels...)
+		require.NoError(t, geo.Sieve(plain, cols, rows, minPixels, 0))
+		zero := append([]int32(nil), labels...)
+		require.NoError(t, geo.SieveWithOptions(zero, cols, rows, geo.SieveOptions{MinPixels: minPixels}))
+		assert.Equal(t, plain, zero, "raster %d: SieveWithOptions without KeepLabels is Sieve", i)
+
+		require.NoError(t, geo.SieveWithOptions(labels, cols, rows, geo.SieveOptions{MinPixels: minPixels, KeepLabels: true}))
+		size, hasNb := regionSizes(labels, cols, rows, 0)
+		present := func(ls []int32) map[int32]bool {
+			m := map[int32]bool{}
+			for _, l := range ls {
+				if l != 0 {
+					m[l] = true
+				}
+			}
+			return m
+		}
+		assert.Equal(t, present(before), present(labels), "raster %d: every label survives", i)
+		// At most one small region with neighbours per label: the kept one.
+		small := map[int32]map[int]bool{} // label → first pixel of each small region
+		seen := make([]bool, len(labels))
+		for p := range labels {
+			if before[p] == 0 {
+				require.Equal(t, int32(0), labels[p], "nodata pixel %d changed", p)
+				continue
+			}
+			if size[p] < minPixels && hasNb[p] && !seen[p] {
+				markRegion(labels, cols, rows, p, seen)
+				if small[labels[p]] == nil {
+					small[labels[p]] = map[int]bool{}
+				}
+				small[labels[p]][p] = true
+			}
+		}
+		for l, rs := range small {
+			assert.Len(t, rs, 1, "raster %d: label %d has %d small regions with neighbours (min %d)", i, l, len(rs), minPixels)
+		}
+		again := append([]int32(nil), labels...)
+		require.NoError(t, geo.SieveWithOptions(again, cols, rows, geo.SieveOptions{MinPixels: minPixels, KeepLabels: true}))
+		assert.Equal(t, labels, again, "raster %d idempotent", i)
+	}
+}
+
+// markRegion marks the 4-connected region of pixel p in seen.
+func markRegion(labels []int32, cols, rows, p int, seen []bool) {
+	stack := []int{p}
+	seen[p] = true
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		r, c := i/cols, i%cols
+		for _, d := range [][2]int{{0, 1}, {0, -1}, {1, 0}, {-1, 0}} {
+			rr, cc := r+d[0], c+d[1]
+			if rr < 0 || cc < 0 || rr >= rows || cc >= cols {
+				continue
+			}
+			if j := rr*cols + cc; !seen[j] && labels[j] == labels[i] {
+				seen[j] = true
+				stack = append(stack, j)
+			}
+		}
+	}
+}
+
 func TestSieveBadInput(t *testing.T) {
 	labels := []int32{1, 2, 3}
 	err := geo.Sieve(labels, 2, 2, 2, 0)
@@ -168,10 +296,14 @@ func BenchmarkSieve(b *testing.B) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	src := randomLabels(rng, 1000, 1000, 5, 0)
 	labels := make([]int32, len(src))
-	for b.Loop() {
-		copy(labels, src)
-		if err := geo.Sieve(labels, 1000, 1000, 10, 0); err != nil {
-			b.Fatal(err)
-		}
+	for _, keep := range []bool{false, true} {
+		b.Run(fmt.Sprintf("keepLabels=%v", keep), func(b *testing.B) {
+			for b.Loop() {
+				copy(labels, src)
+				if err := geo.SieveWithOptions(labels, 1000, 1000, geo.SieveOptions{MinPixels: 10, KeepLabels: keep}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

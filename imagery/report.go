@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -190,8 +191,51 @@ func appendPixel(b []byte, v float64) []byte {
 	if math.Abs(v) >= pixelFixedMax {
 		return appendNumber(b, v)
 	}
-	return slices.Grow(b, maxPixelLen) |> nil
+	return appendFixed6(slices.Grow(b, maxPixelLen), v)
 }
+
+// digitPairs holds "00" to "99" back to back.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendFixed6 writes v, finite with |v| < pixelFixedMax, rounded to 6
+// decimals with trailing zeros dropped ("0.849754", "-0.25", "1", and "0"
+// for values that round to zero). b must have maxPixelLen bytes of spare
+// capacity. Integer arithmetic with a digit-pair table is several times
+// faster than shortest-float formatting.
+func appendFixed6(b []byte, v float64) []byte {
+	n := uint64(math.Round(math.Abs(v) * 1e6))
+	if n == 0 {
+		return append(b, '0')
+	}
+	if v < 0 {
+		b = append(b, '-')
+	}
+	ip, frac := n/1e6, n%1e6
+	if ip < 10 {
+		b = append(b, byte('0'+ip))
+	} else {
+		b = strconv.AppendUint(b, ip, 10)
+	}
+	if frac == 0 {
+		return b
+	}
+	j := len(b)
+	b = b[:j+7]
+	d := b[j : j+7 : j+7]
+	hi, mid, lo := frac/10000, frac/100%100, frac%100
+	d[0] = '.'
+	d[1], d[2] = digitPairs[2*hi], digitPairs[2*hi+1]
+	d[3], d[4] = digitPairs[2*mid], digitPairs[2*mid+1]
+	d[5], d[6] = digitPairs[2*lo], digitPairs[2*lo+1]
+	end := 7
+	for d[end-1] == '0' {
+		end--
+	}
+	return b[:j+end]
+}
+
 // UnmarshalJSON reads a §2.5 document; the index is the one key that is not
 // a known field. Nulls become NaN (or a nil MeanVariation).
 func (r *Report) UnmarshalJSON(data []byte) error {

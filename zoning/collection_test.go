@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/paulmach/orb"
@@ -144,11 +145,16 @@ func TestWriteISOXMLZip(t *testing.T) {
 				c.Features[i].Dose = tc.doses[c.Features[i].Zone-1]
 			}
 			var buf bytes.Buffer
-			require.NoError(t, WriteISOXMLZip(&buf, c, ISOXMLOptions{FieldName: "UES-03"}))
+			modified := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+			require.NoError(t, WriteISOXMLZip(&buf, c, ISOXMLOptions{FieldName: "UES-03", Modified: modified}))
 			zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 			require.NoError(t, err)
 			require.Len(t, zr.File, 1)
 			assert.Equal(t, "TASKDATA/TASKDATA.XML", zr.File[0].Name)
+			assert.True(t, modified.Equal(zr.File[0].Modified), "modified %v", zr.File[0].Modified)
+			var again bytes.Buffer
+			require.NoError(t, WriteISOXMLZip(&again, c, ISOXMLOptions{FieldName: "UES-03", Modified: modified}))
+			assert.Equal(t, buf.Bytes(), again.Bytes(), "reproducible with a fixed time")
 			rc, err := zr.File[0].Open()
 			require.NoError(t, err)
 			var x bytes.Buffer

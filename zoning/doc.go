@@ -1,7 +1,7 @@
 // Package zoning derives management zones for a field from per-pixel layers
-// and turns them into prescriptions: layers → k-means → sieve → polygonize →
-// zone collection (§2.4 of the interface spec), doses, and exports as
-// GeoJSON, zipped shapefile and ISOXML (ISO 11783-10).
+// and turns them into prescriptions: layers → smoothing → k-means → sieve →
+// polygonize → zone collection (§2.4 of the interface spec), doses, and
+// exports as GeoJSON, zipped shapefile and ISOXML (ISO 11783-10).
 //
 // The package holds every algorithm of the zone endpoints (§4.1
 // /v1/variable-rate-zones and §4.3 /prescription_maps/get_zones); a server
@@ -32,6 +32,18 @@
 // 2 counts twice as much as one of weight 1 (multiplying by the weight
 // itself would make it count four times), and weight 0 leaves the layer out.
 //
+// # Smoothing
+//
+// Sentinel-2 index values are noisy from pixel to pixel, and per-pixel
+// k-means then gives salt-and-pepper zones. Before standardizing, every
+// layer is replaced by its mean over a (2·Options.Smooth+1)² window (default
+// 3×3) of the pixels being clustered, as is common for management zones;
+// pixels without a value and outside the mask take no part. The smoothing
+// is separable running sums, O(pixels) whatever the radius. Standardizing
+// after smoothing keeps the weights' meaning for layers of unequal noise.
+// RasterVal (and so the doses) is the zone mean of the original values.
+// A negative Options.Smooth turns the smoothing off.
+//
 // # Missing pixels
 //
 // Pixels of the mask missing in any weighted layer (clouds, no data, outside
@@ -47,7 +59,12 @@
 // # Cleaning
 //
 // Regions smaller than the minimum mapping unit (Options.MinAreaHa, default
-// 0.1 ha) are merged into their largest neighbour (geo.Sieve), then the
+// 0.1 ha) are merged into their largest neighbour, smallest first, except
+// that a zone's last region is never merged (geo.SieveWithOptions with
+// KeepLabels): a farmer who asks for 5 zones gets 5, and a zone all of
+// whose regions are small keeps its largest one, below the minimum mapping
+// unit. Fewer zones than asked come back only when k-means finds fewer
+// clusters (fewer distinct values than zones). Then the
 // label raster is polygonized along pixel edges (geo.Polygonize): the
 // polygons are valid, do not overlap, leave no gap, and their union is
 // exactly the mask's pixels. Options.SimplifyTolerance optionally

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/paulmach/orb"
 	orbgeo "github.com/paulmach/orb/geo"
@@ -16,6 +17,9 @@ import (
 type ISOXMLOptions struct {
 	// FieldName is the partfield's designator (default "field").
 	FieldName string
+	// Modified is TASKDATA.XML's modification time in the zip (default
+	// time.Now().UTC(); pass a fixed time for reproducible output).
+	Modified time.Time
 }
 
 // The ISO 11783-10 setpoint DDIs (ISOBUS data dictionary, isobus.net) and
@@ -158,8 +162,11 @@ func WriteISOXMLZip(w io.Writer, c *Collection, opts ISOXMLOptions) error {
 		}
 		doc.TSK.Zones = append(doc.TSK.Zones, tzn)
 	}
+	if opts.Modified.IsZero() {
+		opts.Modified = time.Now().UTC()
+	}
 	zw := zip.NewWriter(w)
-	f, err := zw.Create("TASKDATA/TASKDATA.XML")
+	f, err := zw.CreateHeader(&zip.FileHeader{Name: "TASKDATA/TASKDATA.XML", Method: zip.Deflate, Modified: opts.Modified})
 	if err != nil {
 		return fmt.Errorf("isoxml: %w", err)
 	}

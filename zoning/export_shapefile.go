@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	shp "github.com/jonas-p/go-shp"
 	"github.com/paulmach/orb"
@@ -34,6 +35,10 @@ type ShapefileOptions struct {
 	Name string
 	// NoZoneLimit lifts MaxShapefileZones (for plain format conversion).
 	NoZoneLimit bool
+	// Modified is the files' modification time in the zip and the .dbf's
+	// last-update date (default time.Now().UTC(); pass a fixed time for
+	// reproducible output).
+	Modified time.Time
 }
 
 // WriteShapefileZip writes c as a zipped ESRI shapefile (.shp, .shx, .dbf,
@@ -42,10 +47,15 @@ type ShapefileOptions struct {
 // prescription has at most MaxShapefileZones records), attributes ZONE,
 // RATE (the dose, the rate column Climate FieldView and John Deere
 // Operations Center import) and RASTER_VAL. Rings follow the shapefile
-// rule: outer rings clockwise, holes counter-clockwise.
+// rule: outer rings clockwise, holes counter-clockwise. Every file carries
+// opts.Modified as its zip modification time, and the .dbf header as its
+// last-update date.
 func WriteShapefileZip(w io.Writer, c *Collection, opts ShapefileOptions) error {
 	if opts.Name == "" {
 		opts.Name = "zones"
+	}
+	if opts.Modified.IsZero() {
+		opts.Modified = time.Now().UTC()
 	}
 	if strings.ContainsAny(opts.Name, `/\:`) || opts.Name == "." || opts.Name == ".." {
 		return fmt.Errorf("shapefile name %q must be a plain file name", opts.Name)
@@ -76,7 +86,12 @@ func WriteShapefileZip(w io.Writer, c *Collection, opts ShapefileOptions) error 
 		if err != nil {
 			return fmt.Errorf("write shapefile: %w", err)
 		}
-		f, err := zw.Create(opts.Name + ext)
+		if ext == ".dbf" {
+			if err := setDBFDate(data, opts.Modified); err != nil {
+				return fmt.Errorf("write shapefile: %w", err)
+			}
+		}
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: opts.Name + ext, Method: zip.Deflate, Modified: opts.Modified})
 		if err != nil {
 			return fmt.Errorf("zip %s: %w", ext, err)
 		}
@@ -121,6 +136,21 @@ func writeShapefile(base string, c *Collection, zones []int) (err error) {
 			}
 		}
 	}
+	return nil
+}
+
+// setDBFDate sets the last-update date of a dBASE header (bytes 1..3: years
+// since 1900, month, day), which go-shp writes as a fixed 24/05/03 that
+// readers show as 1924-05-03.
+func setDBFDate(dbf []byte, t time.Time) error {
+	if len(dbf) < 32 {
+		return fmt.Errorf("dbf header of %d bytes", len(dbf))
+	}
+	y := t.Year() - 1900
+	if y < 0 || y > 255 {
+		return fmt.Errorf("dbf date: year %d outside 1900..2155", t.Year())
+	}
+	dbf[1], dbf[2], dbf[3] = byte(y), byte(t.Month()), byte(t.Day())
 	return nil
 }
 

@@ -5,6 +5,7 @@ package zoning
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -58,20 +59,11 @@ func TestRealFlandersZones(t *testing.T) {
 			res, err := Compute(context.Background(), p.Grid, mask, layers, Options{Zones: k, Seed: 1})
 			require.NoError(t, err, "%s k=%d", name, k)
 
-			// Inertia within 1 % of the best of 200 restarts.
-			var feats []float64
-			for i, in := range mask {
-				if in {
-					feats = append(feats, p.Values[i])
-				}
-			}
-			idx := make([]int, 0, len(feats))
-			for i, in := range mask {
-				if in {
-					idx = append(idx, i)
-				}
-			}
-			std := standardize(layers, idx)
+			// Inertia within 1 % of the best of 200 restarts on the
+			// features clustered: the smoothed, standardized layer.
+			idx := clusteredPixels(mask, layers)
+			require.Equal(t, res.Clustered, len(idx))
+			std := standardize(smooth(layers, idx, p.Grid.Cols, p.Grid.Rows, DefaultSmooth), idx)
 			best, err := KMeans(context.Background(), std, 1, k, KMeansOptions{Seed: 99, Restarts: 200})
 			require.NoError(t, err)
 			assert.LessOrEqual(t, res.Inertia, best.Inertia*1.01, "%s k=%d: inertia %g, best of 200 restarts %g", name, k, res.Inertia, best.Inertia)
@@ -110,6 +102,40 @@ func TestRealFlandersZones(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRealZoneCount: a farmer who asks for k zones gets k zones. Per-pixel
+// k-means on noisy NDVI used to give salt-and-pepper labels that the
+// 0.1 ha sieve merged away, down to 1 zone of 4 on UES-03 on 2019-05-16.
+func TestRealZoneCount(t *testing.T) {
+	const minPixels = 10 // DefaultMinAreaHa at 10 m
+	for _, date := range []string{"2019-05-16", "2019-06-20", "2019-07-05"} {
+		scene := testenv.DataDir(t, "s2", "flanders-31UES", date)
+		for _, name := range []string{"UES-03", "UES-12", "UES-01"} {
+			field := realField(t, "flanders-31UES", name)
+			p := realIndex(t, scene, field, "ndvi")
+			mask, err := FieldMask(field, p.Grid)
+			require.NoError(t, err)
+			layers := []Layer{{Name: "ndvi", Type: CropHealth, Values: p.Values, Weight: 1}}
+			line := ""
+			for k := 3; k <= 6; k++ {
+				res, err := Compute(context.Background(), p.Grid, mask, layers, Options{Zones: k, Seed: 1})
+				require.NoError(t, err, "%s %s k=%d", name, date, k)
+				if res.Clustered >= k*minPixels {
+					assert.Len(t, res.Zones, k, "%s %s: %d clear pixels", name, date, res.Clustered)
+				}
+				checkZones(t, res, mask, p.Values, minPixels)
+				assert.Empty(t, shapelyInvalid(t, res.Polygons), "%s %s k=%d", name, date, k)
+				small := smallRegions(res.Labels, p.Grid.Cols, p.Grid.Rows, minPixels)
+				line += fmt.Sprintf(" k=%d→%d (%d below MMU)", k, len(res.Zones), len(small))
+			}
+			t.Logf("%s %s %d px, %d clear:%s", name, date, countTrue(mask), clusteredCount(mask, p.Values), line)
+		}
+	}
+}
+
+func clusteredCount(mask []bool, values []float64) int {
+	return len(clusteredPixels(mask, []Layer{{Values: values}}))
 }
 
 // sloveniaBlock is a 600 m × 500 m block in the middle of the Slovenian

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -268,13 +270,15 @@ func TestRasterizeAttributeSynthetic(t *testing.T) {
 func TestWriteShapefileZipOgrinfo(t *testing.T) {
 	c := testCollection()
 	var buf bytes.Buffer
-	require.NoError(t, WriteShapefileZip(&buf, c, ShapefileOptions{}))
+	modified := time.Date(2026, 11, 21, 12, 30, 0, 0, time.UTC)
+	require.NoError(t, WriteShapefileZip(&buf, c, ShapefileOptions{Modified: modified}))
 	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	require.NoError(t, err)
 	var names []string
 	files := map[string][]byte{}
 	for _, f := range zr.File {
 		names = append(names, f.Name)
+		assert.True(t, modified.Equal(f.Modified), "%s modified %v", f.Name, f.Modified)
 		rc, err := f.Open()
 		require.NoError(t, err)
 		var b bytes.Buffer
@@ -283,6 +287,11 @@ func TestWriteShapefileZipOgrinfo(t *testing.T) {
 		files[f.Name] = b.Bytes()
 	}
 	assert.Equal(t, []string{"zones.shp", "zones.shx", "zones.dbf", "zones.prj"}, names)
+	// dBASE last-update date: years since 1900, month, day.
+	assert.Equal(t, []byte{126, 11, 21}, files["zones.dbf"][1:4])
+	var again bytes.Buffer
+	require.NoError(t, WriteShapefileZip(&again, c, ShapefileOptions{Modified: modified}))
+	assert.Equal(t, buf.Bytes(), again.Bytes(), "reproducible with a fixed time")
 
 	// Read back with our own reader: one record per zone, multi-part zone 2.
 	parts, err := ShapefileParts(files, "")
@@ -309,6 +318,8 @@ func TestWriteShapefileZipOgrinfo(t *testing.T) {
 	assert.Contains(t, out, "RATE (Real) = 140.5")
 	assert.Contains(t, out, "RATE (Real) = 99.5")
 	assert.Contains(t, out, "MULTIPOLYGON")
+	// go-shp alone gives 1924-05-03.
+	assert.Contains(t, out, "DBF_DATE_LAST_UPDATE=2026-11-21")
 	assert.NotContains(t, strings.ToLower(out), "error")
 
 	// More than 100 zones are refused for a prescription, allowed for conversion.
@@ -326,10 +337,24 @@ func TestGeoJSONToShapefileZip(t *testing.T) {
 	js, err := c.MarshalJSON()
 	require.NoError(t, err)
 	var buf bytes.Buffer
+	before := time.Now().UTC().Add(-2 * time.Second) // zip times have a 1 s resolution
 	require.NoError(t, GeoJSONToShapefileZip(js, &buf))
+	after := time.Now().UTC().Add(2 * time.Second)
 	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	require.NoError(t, err)
 	assert.Len(t, zr.File, 4)
+	for _, f := range zr.File {
+		assert.True(t, f.Modified.After(before) && f.Modified.Before(after), "%s modified %v, now %v", f.Name, f.Modified, before)
+		if strings.HasSuffix(f.Name, ".dbf") {
+			rc, err := f.Open()
+			require.NoError(t, err)
+			head := make([]byte, 4)
+			_, err = io.ReadFull(rc, head)
+			require.NoError(t, err)
+			rc.Close()
+			assert.Equal(t, f.Modified.Year()-1900, int(head[1]), "dbf year")
+		}
+	}
 	for _, bad := range []string{`{}`, `{"type":"FeatureCollection","features":[]}`, `{"type":"FeatureCollection","features":[{"geometry":{"type":"Point","coordinates":[1,2]}}]}`, `[`} {
 		assert.Error(t, GeoJSONToShapefileZip([]byte(bad), &bytes.Buffer{}), bad)
 	}

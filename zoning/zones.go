@@ -15,8 +15,16 @@ import (
 const MaxZones = 100
 
 // DefaultMinAreaHa is the default minimum mapping unit: regions smaller
-// than 0.1 ha (10 Sentinel-2 pixels) are merged into a neighbour.
+// than 0.1 ha (10 Sentinel-2 pixels) are merged into a neighbour, but for
+// a zone's last region.
 const DefaultMinAreaHa = 0.1
+
+// DefaultSmooth is the default radius of the feature smoothing: each layer
+// is replaced by its mean over a 3×3 window before clustering.
+const DefaultSmooth = 1
+
+// MaxSmooth bounds Options.Smooth (a 101×101-pixel window).
+const MaxSmooth = 50
 
 // Errors callers branch on (match with errors.Is).
 var (
@@ -38,6 +46,14 @@ type Options struct {
 	Seed uint64
 	// Restarts is the number of k-means restarts (default 10).
 	Restarts int
+	// Smooth is the radius in pixels of the moving mean applied to every
+	// layer before clustering: each clustered pixel takes the mean of the
+	// clustered pixels in the (2·Smooth+1)² window around it (default
+	// DefaultSmooth, a 3×3 window; negative: no smoothing; at most
+	// MaxSmooth). Per-pixel noise otherwise scatters the zones into specks
+	// below the minimum mapping unit. RasterVal and doses use the
+	// unsmoothed values.
+	Smooth int
 	// MinAreaHa is the minimum mapping unit in hectares (default
 	// DefaultMinAreaHa; a negative value disables the sieve). The grid's
 	// CRS units must be metres.
@@ -77,11 +93,15 @@ type Result struct {
 	Grid geo.Grid
 	// Labels holds each pixel's zone ID, 0 outside the mask.
 	Labels []int32
-	// Zones are sorted by ID; a zone absorbed entirely by the sieve is absent.
+	// Zones are sorted by ID. There is one zone per k-means cluster: the
+	// sieve never removes a zone's last region (see Compute), so fewer
+	// zones than Options.Zones only come back when k-means finds fewer
+	// distinct clusters (fewer distinct feature values than zones).
 	Zones []Zone
 	// Polygons are the zones' connected parts, exterior rings counter-clockwise.
 	Polygons []ZonePolygon
-	// Inertia is the k-means objective on the standardized, weighted features.
+	// Inertia is the k-means objective on the clustered features: the
+	// smoothed, standardized, weighted layers.
 	Inertia float64
 	// Clustered is the number of pixels with a value in every layer;
 	// the other mask pixels took the zone of their nearest clustered pixel.
@@ -94,15 +114,19 @@ type Result struct {
 // Compute derives management zones for the pixels of grid where mask is
 // true (the field's or the parcel's pixels):
 //
-//  1. every layer is standardized over the mask pixels where all layers
-//     have a value (z-score) and scaled by sqrt(weight), so a layer's
-//     weight is its share of the squared distance k-means minimizes;
-//     a constant layer contributes nothing;
+//  1. the pixels to cluster are the mask pixels where every layer has a
+//     value; every layer is smoothed over them (a moving mean of radius
+//     Options.Smooth, default 3×3), then standardized over them (z-score)
+//     and scaled by sqrt(weight), so a layer's weight is its share of the
+//     squared distance k-means minimizes; a constant layer contributes
+//     nothing;
 //  2. k-means (KMeans) clusters those pixels into Options.Zones zones;
 //  3. mask pixels missing in some layer take the zone of the nearest
 //     clustered pixel (breadth-first over 4-neighbours, through any pixel);
 //  4. connected regions smaller than MinAreaHa are merged into their
-//     largest neighbour (geo.Sieve);
+//     largest neighbour, smallest first, except that a zone's last region
+//     is never merged (geo.SieveWithOptions with KeepLabels): every zone
+//     k-means found survives, its largest region possibly below MinAreaHa;
 //  5. zones are numbered 1..n by ascending RasterVal, the zone mean of the
 //     first crop_health layer (or of the first layer when none is marked);
 //  6. the label raster is polygonized (geo.Polygonize): 4-connected regions,
@@ -125,8 +149,14 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 	if !(opts.SimplifyTolerance >= 0) || math.IsInf(opts.SimplifyTolerance, 0) {
 		return nil, fmt.Errorf("%w: simplify tolerance %v", ErrInvalidOptions, opts.SimplifyTolerance)
 	}
+	if opts.Smooth > MaxSmooth {
+		return nil, fmt.Errorf("%w: smoothing radius %d above %d", ErrInvalidOptions, opts.Smooth, MaxSmooth)
+	}
 	if opts.MinAreaHa == 0 {
 		opts.MinAreaHa = DefaultMinAreaHa
+	}
+	if opts.Smooth == 0 {
+		opts.Smooth = DefaultSmooth
 	}
 	var used []Layer
 	valueLayer := -1
@@ -164,27 +194,11 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 		}
 	}
 
-	// Pixels to cluster: in the mask, with a value in every used layer.
-	idx := make([]int, 0, n)
-	for i, in := range mask {
-		if !in {
-			continue
-		}
-		ok := true
-		for _, l := range used {
-			if v := l.Values[i]; math.IsNaN(v) || math.IsInf(v, 0) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			idx = append(idx, i)
-		}
-	}
+	idx := clusteredPixels(mask, used)
 	if len(idx) < opts.Zones {
 		return nil, fmt.Errorf("%d usable pixels for %d zones: %w", len(idx), opts.Zones, ErrTooFewPixels)
 	}
-	features := standardize(used, idx)
+	features := standardize(smooth(used, idx, grid.Cols, grid.Rows, opts.Smooth), idx)
 	km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
@@ -199,7 +213,8 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 	if opts.MinAreaHa > 0 {
 		minPixels := int(math.Ceil(opts.MinAreaHa*10000/grid.PixelArea() - 1e-9))
 		if minPixels > 1 {
-			if err := geo.Sieve(labels, grid.Cols, grid.Rows, minPixels, 0); err != nil {
+			sieve := geo.SieveOptions{MinPixels: minPixels, KeepLabels: true}
+			if err := geo.SieveWithOptions(labels, grid.Cols, grid.Rows, sieve); err != nil {
 				return nil, fmt.Errorf("sieve zones: %w", err)
 			}
 		}
@@ -225,6 +240,110 @@ func polygonize(labels []int32, grid geo.Grid) []ZonePolygon {
 		out[i] = ZonePolygon{Zone: int(lp.Label), Polygon: lp.Polygon}
 	}
 	return out
+}
+
+// clusteredPixels returns the mask pixels with a value in every layer.
+func clusteredPixels(mask []bool, layers []Layer) []int {
+	idx := make([]int, 0, len(mask))
+	for i, in := range mask {
+		if !in {
+			continue
+		}
+		ok := true
+		for _, l := range layers {
+			if !isFinite(l.Values[i]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// smooth returns the layers with each value at the pixels idx replaced by
+// the mean of the values at the pixels of idx within the (2·radius+1)²
+// window around it (other pixels are NaN); radius < 1 returns layers.
+// Smoothing before standardizing keeps the weights' meaning: a noisy layer
+// loses variance to smoothing, and standardizing afterwards gives it back
+// its share. The window sum is separable, a running sum along rows and
+// then along columns, so the time is O(pixels) whatever the radius.
+func smooth(layers []Layer, idx []int, cols, rows, radius int) []Layer {
+	if radius < 1 {
+		return layers
+	}
+	n := cols * rows
+	valid := make([]float64, n) // 1 at the pixels idx
+	for _, i := range idx {
+		valid[i] = 1
+	}
+	count := boxSum(valid, cols, rows, radius, make([]float64, n))
+	tmp := make([]float64, n)
+	out := make([]Layer, len(layers))
+	for d, l := range layers {
+		vals := make([]float64, n)
+		for _, i := range idx {
+			vals[i] = l.Values[i]
+		}
+		sum := boxSum(vals, cols, rows, radius, tmp)
+		// tmp is free again: the means go there, sum becomes the next tmp.
+		mean := tmp
+		for i := range mean {
+			mean[i] = math.NaN()
+		}
+		for _, i := range idx {
+			mean[i] = sum[i] / count[i]
+		}
+		tmp = sum
+		out[d] = l
+		out[d].Values = mean
+	}
+	return out
+}
+
+// boxSum sums v over the (2·radius+1)² window around each pixel, clipped
+// to the raster: a running sum along each row into tmp, then along each
+// column back into v, which it returns.
+func boxSum(v []float64, cols, rows, radius int, tmp []float64) []float64 {
+	for r := range rows {
+		row, out := v[r*cols:(r+1)*cols], tmp[r*cols:(r+1)*cols]
+		var s float64
+		for c := 0; c < min(radius, cols); c++ {
+			s += row[c]
+		}
+		for c := range cols {
+			if c+radius < cols {
+				s += row[c+radius]
+			}
+			out[c] = s
+			if c-radius >= 0 {
+				s -= row[c-radius]
+			}
+		}
+	}
+	// Columns, a whole row at a time so memory is read sequentially.
+	acc := make([]float64, cols)
+	for r := 0; r < min(radius, rows); r++ {
+		for c, x := range tmp[r*cols : (r+1)*cols] {
+			acc[c] += x
+		}
+	}
+	for r := range rows {
+		if r+radius < rows {
+			for c, x := range tmp[(r+radius)*cols : (r+radius+1)*cols] {
+				acc[c] += x
+			}
+		}
+		copy(v[r*cols:(r+1)*cols], acc)
+		if r-radius >= 0 {
+			for c, x := range tmp[(r-radius)*cols : (r-radius+1)*cols] {
+				acc[c] -= x
+			}
+		}
+	}
+	return v
 }
 
 // standardize returns the feature matrix (len(idx) rows, len(layers)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -224,12 +226,13 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stderr io.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf fieldBuffers
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(fields) || ctx.Err() != nil {
 					return
 				}
-				if err := job.field(ctx, fields[i], scenes, cat, &enc, &times, note); err != nil {
+				if err := job.field(ctx, fields[i], scenes, cat, &enc, &buf, &times, note); err != nil {
 					fail(err)
 					return
 				}
@@ -250,10 +253,19 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stderr io.
 	return nil
 }
 
+// fieldBuffers are one worker's output buffers, reused across products: a
+// report's JSON is about 10 bytes per pixel, and each file is written with
+// a single write call.
+type fieldBuffers struct {
+	json []byte
+	png  bytes.Buffer
+}
+
 // field computes every scene's products for one field, oldest scene first.
 func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
-	enc *colormap.Encoder, times *stepTimes, note func(string, ...any)) error {
+	enc *colormap.Encoder, buf *fieldBuffers, times *stepTimes, note func(string, ...any)) error {
 	prev := map[string]float64{} // index → mean of the previous product
+	fieldDir := filepath.Join(job.out, f.name)
 	for _, s := range scenes {
 		t0 := time.Now()
 		products, err := s.FieldProducts(ctx, f.geom, job.indices, cat)
@@ -268,9 +280,13 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 		case err != nil:
 			return fmt.Errorf("field %s, scene %s: %w", f.name, s.ID(), err)
 		}
-		dir := filepath.Join(job.out, f.name, day(s.Date()))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("field %s: %w", f.name, err)
+		// job.out exists and field names hold no separator: two Mkdir calls
+		// do what MkdirAll does without its stat calls on every parent.
+		dir := filepath.Join(fieldDir, day(s.Date()))
+		for _, d := range [2]string{fieldDir, dir} {
+			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("field %s: %w", f.name, err)
+			}
 		}
 		for _, p := range products {
 			var pm *float64
@@ -283,16 +299,13 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 			if err != nil {
 				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
 			}
-			// MarshalJSON directly: json.Marshal would re-validate and compact
+			// AppendJSON directly: json.Marshal would re-validate and compact
 			// the whole pixel array, which costs more than writing it.
-			data, err := rep.MarshalJSON()
+			buf.json, err = rep.AppendJSON(buf.json[:0])
 			if err != nil {
 				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
 			}
-			if err := writeAtomic(filepath.Join(dir, p.Index+".json"), func(w io.Writer) error {
-				_, err := w.Write(data)
-				return err
-			}); err != nil {
+			if err := writeAtomic(filepath.Join(dir, p.Index+".json"), buf.json); err != nil {
 				return err
 			}
 			times.add("json", t1)
@@ -301,9 +314,11 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 			if err != nil {
 				return err
 			}
-			if err := writeAtomic(filepath.Join(dir, p.Index+".png"), func(w io.Writer) error {
-				return enc.Encode(w, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{})
-			}); err != nil {
+			buf.png.Reset()
+			if err := enc.Encode(&buf.png, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
+				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
+			}
+			if err := writeAtomic(filepath.Join(dir, p.Index+".png"), buf.png.Bytes()); err != nil {
 				return err
 			}
 			times.add("png", t2)
@@ -325,14 +340,15 @@ func colormapFor(cat *imagery.Catalogue, name string) (colormap.Colormap, error)
 	return colormap.Default(name, lo, hi)
 }
 
-// writeAtomic writes a file through a temporary file in the same folder and
-// a rename, so readers never see a partial file.
-func writeAtomic(path string, write func(io.Writer) error) error {
+// writeAtomic writes data to path through a temporary file in the same
+// folder and a rename, so readers never see a partial file. The file is not
+// synced: a crash may lose it, never expose half of it.
+func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	err = write(tmp)
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

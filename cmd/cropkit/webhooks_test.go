@@ -260,12 +260,12 @@ func TestServeWebhooksSurviveKillAndRestart(t *testing.T) {
 			require.NoError(t, json.Unmarshal(q.body, &p))
 			assert.Equal(t, d.Payload, p, "%s: a retry sends the same payload under the same id", name)
 			if q.status == http.StatusOK {
-				perField[p.Field+" "+p.Data[0].Date]++
+				perField[p.Field+" "+p.Data[0].Date[:len("2006-01-02")]]++ // date part of the acquisition time
 			}
 		}
 		for _, f := range fieldNames {
 			for _, date := range []string{"2019-06-20", "2019-07-05"} {
-				assert.Equal(t, 1, perField[f+" "+date+" 00:00:00 GMT"], "%s: %s %s", name, f, date)
+				assert.Equal(t, 1, perField[f+" "+date], "%s: %s %s", name, f, date)
 			}
 		}
 	}

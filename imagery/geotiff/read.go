@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/klauspost/compress/flate"
 	"golang.org/x/image/tiff/lzw"
 
 	"github.com/cropkit/cropkit/geo"
@@ -19,11 +18,11 @@ import (
 
 // decoder is the per-goroutine state of block decoding, pooled by the File.
 type decoder struct {
-	comp []byte        // compressed bytes of the block
-	span []byte        // stored bytes of a run of adjacent blocks
-	raw  []byte        // decoded bytes of the block
-	br   bytes.Reader  // over comp
-	fr   io.ReadCloser // DEFLATE state, reset per block
+	comp []byte       // compressed bytes of the block
+	span []byte       // stored bytes of a run of adjacent blocks
+	raw  []byte       // decoded bytes of the block
+	br   bytes.Reader // over comp, for LZW
+	inf  inflater     // DEFLATE state
 }
 
 // ReadWindow decodes window w of the image (clipped to the image), reading
@@ -283,13 +282,9 @@ func (im *Image) inflate(d *decoder, raw []byte, off int64, cnt uint64, full int
 		if comp[1]&0x20 != 0 {
 			return unsupported("DEFLATE with a preset dictionary")
 		}
-		d.br.Reset(comp[2:])
-		if d.fr == nil {
-			d.fr = flate.NewReader(&d.br)
-		} else if err := d.fr.(flate.Resetter).Reset(&d.br, nil); err != nil {
-			return formatErr("DEFLATE: %v", err)
-		}
-		if _, err := io.ReadFull(d.fr, raw); err != nil {
+		// The block is in memory and its size known: inflate it straight
+		// into raw (see inflater).
+		if err := d.inf.inflate(raw, comp[2:]); err != nil {
 			return formatErr("DEFLATE: %v", err)
 		}
 	}
@@ -400,7 +395,18 @@ func undoHorizontal16[T ~uint16 | ~int16](dst []T, row []byte, c0 int, big bool)
 	}
 	src := row[2*c0:]
 	src = src[:2*len(dst)]
-	for i := range dst {
+	// Four samples per 64-bit load: half the time of one load per sample.
+	i := 0
+	for ; i+4 <= len(dst); i += 4 {
+		w := binary.LittleEndian.Uint64(src[2*i:])
+		a0 := acc + uint16(w)
+		a1 := a0 + uint16(w>>16)
+		a2 := a1 + uint16(w>>32)
+		acc = a2 + uint16(w>>48)
+		d := dst[i : i+4 : i+4]
+		d[0], d[1], d[2], d[3] = T(a0), T(a1), T(a2), T(acc)
+	}
+	for ; i < len(dst); i++ {
 		acc += binary.LittleEndian.Uint16(src[2*i:])
 		dst[i] = T(acc)
 	}

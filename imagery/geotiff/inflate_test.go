@@ -1,0 +1,174 @@
+package geotiff
+
+import (
+	"bytes"
+	stdflate "compress/flate"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inflateInputs are data sets of the shapes DEFLATE meets in GeoTIFFs.
+func inflateInputs() map[string][]byte {
+	rng := rand.New(rand.NewPCG(7, 8))
+	random := make([]byte, 100_000)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog; "), 3000)
+	// A 512×512 uint16 tile of noisy reflectance after predictor 2, as
+	// Sentinel-2 bands store them.
+	tile := make([]byte, 2*512*512)
+	for y := range 512 {
+		prev := uint16(0)
+		for x := range 512 {
+			v := uint16(1500 + 400*(x/64%3) + rng.IntN(200))
+			binary.LittleEndian.PutUint16(tile[2*(y*512+x):], v-prev)
+			prev = v
+		}
+	}
+	runs := make([]byte, 70_000) // long matches, distances 1 and beyond 32 KiB
+	for i := range runs {
+		runs[i] = byte(i / 5000)
+	}
+	copy(runs[40_000:], runs[:5000])
+	return map[string][]byte{
+		"empty": {}, "one byte": {42}, "short": []byte("abcabcabcabcabcab"),
+		"random": random, "text": text, "tile": tile, "runs": runs,
+	}
+}
+
+// compressWith returns data compressed by klauspost/compress (levels −2 to
+// 9: Huffman only, stored, fast and dynamic blocks) and by the standard
+// library, which writes fixed-code blocks for short inputs.
+func compressWith(t testing.TB, data []byte) map[string][]byte {
+	out := map[string][]byte{}
+	for _, level := range []int{-2, 0, 1, 5, 9} {
+		var b bytes.Buffer
+		w, err := flate.NewWriter(&b, level)
+		require.NoError(t, err)
+		_, err = w.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		out["klauspost level "+string(rune('0'+level+2))] = b.Bytes()
+	}
+	for _, level := range []int{1, 6, 9} {
+		var b bytes.Buffer
+		w, err := stdflate.NewWriter(&b, level)
+		require.NoError(t, err)
+		_, err = w.Write(data[:len(data)/2])
+		require.NoError(t, err)
+		require.NoError(t, w.Flush()) // an empty stored block mid-stream
+		_, err = w.Write(data[len(data)/2:])
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		out["stdlib level "+string(rune('0'+level))] = b.Bytes()
+	}
+	return out
+}
+
+func TestInflateMatchesFlate(t *testing.T) {
+	var f inflater
+	for name, data := range inflateInputs() {
+		for how, comp := range compressWith(t, data) {
+			dst := make([]byte, len(data))
+			require.NoError(t, f.inflate(dst, comp), "%s, %s", name, how)
+			require.True(t, bytes.Equal(data, dst), "%s, %s", name, how)
+			// A prefix: decoding stops when dst is full, mid-block.
+			if n := len(data) / 3; n > 0 {
+				require.NoError(t, f.inflate(dst[:n], comp), "%s, %s", name, how)
+				require.True(t, bytes.Equal(data[:n], dst[:n]), "%s, %s", name, how)
+			}
+			// More output asked than the stream holds.
+			err := f.inflate(make([]byte, len(data)+1), comp)
+			assert.ErrorIs(t, err, errInflateEOF, "%s, %s", name, how)
+			// A truncated stream never passes for a full one.
+			if len(comp) > 4 && len(data) > 0 {
+				err := f.inflate(dst, comp[:len(comp)/2])
+				assert.Error(t, err, "%s, %s truncated", name, how)
+			}
+		}
+	}
+}
+
+func TestInflateCorrupt(t *testing.T) {
+	var f inflater
+	dst := make([]byte, 100)
+	for name, src := range map[string][]byte{
+		"reserved block type":   {0x07},
+		"stored length check":   {0x01, 0x05, 0x00, 0x00, 0x00},
+		"stored data missing":   {0x01, 0x05, 0x00, 0xfa, 0xff, 'a'},
+		"nothing":               {},
+		"distance before start": {0x63, 0x00, 0x42, 0x00}, // fixed block: length 3, distance 1, nothing written yet
+		"too many lengths":      {0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	} {
+		err := f.inflate(dst, src)
+		assert.Error(t, err, name)
+	}
+}
+
+func FuzzInflate(f *testing.F) {
+	for _, data := range []string{"", "a", "abcabcabcabcabc", "hello, hello, hello, world"} {
+		for _, comp := range compressWith(f, []byte(data)) {
+			f.Add(comp, uint16(len(data)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, comp []byte, n uint16) {
+		var inf inflater
+		dst := make([]byte, n)
+		err := inf.inflate(dst, comp) // must not panic
+		want, rerr := io.ReadAll(io.LimitReader(stdflate.NewReader(bytes.NewReader(comp)), int64(n)))
+		if rerr == nil && len(want) == int(n) {
+			// The standard library decodes n bytes: so must we, the same.
+			require.NoError(t, err)
+			require.Equal(t, want, dst)
+		}
+		if err == nil && len(want) == int(n) {
+			require.Equal(t, want, dst)
+		}
+	})
+}
+
+// BenchmarkInflateTile decodes a 512×512 uint16 predictor-2 tile compressed
+// at zlib's default level (as GDAL writes), with this package's inflater
+// and with klauspost/compress/flate, the streaming decoder it replaced.
+func BenchmarkInflateTile(b *testing.B) {
+	data := inflateInputs()["tile"]
+	var c bytes.Buffer
+	w, err := flate.NewWriter(&c, 6)
+	require.NoError(b, err)
+	_, err = w.Write(data)
+	require.NoError(b, err)
+	require.NoError(b, w.Close())
+	comp := c.Bytes()
+	dst := make([]byte, len(data))
+	b.Run("inflater", func(b *testing.B) {
+		var f inflater
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if err := f.inflate(dst, comp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("klauspost", func(b *testing.B) {
+		var br bytes.Reader
+		br.Reset(comp)
+		fr := flate.NewReader(&br)
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			br.Reset(comp)
+			if err := fr.(flate.Resetter).Reset(&br, nil); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadFull(fr, dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -193,7 +193,11 @@ func TestPaletteOrNRGBA(t *testing.T) {
 func TestCompressionLevels(t *testing.T) {
 	c, _ := ForIndex("ndvi")
 	values := fieldValues(64, 64, 1)
+	for i := range values {
+		values[i] += 0.25 * math.Sin(float64(i)) // more than 256 colours: the keyed RGB path
+	}
 	sizes := map[png.CompressionLevel]int{}
+	var first image.Image
 	for _, level := range []png.CompressionLevel{png.DefaultCompression, png.BestSpeed, png.BestCompression, png.NoCompression} {
 		var buf bytes.Buffer
 		require.NoError(t, EncodePNG(&buf, values, 64, 64, c, PNGOptions{CompressionLevel: level}))
@@ -201,6 +205,15 @@ func TestCompressionLevels(t *testing.T) {
 		img, err := png.Decode(&buf)
 		require.NoError(t, err)
 		assert.Equal(t, wantPixel(c, values[64*32+32]), nrgbaAt(img, 32, 32))
+		if first == nil {
+			first = img
+			continue
+		}
+		for y := range 64 { // every level, the same pixels
+			for x := range 64 {
+				require.Equal(t, nrgbaAt(first, x, y), nrgbaAt(img, x, y), "level %d pixel (%d,%d)", level, x, y)
+			}
+		}
 	}
 	assert.Equal(t, sizes[png.BestSpeed], sizes[png.DefaultCompression], "zero value selects BestSpeed")
 	assert.Less(t, sizes[png.BestCompression], sizes[png.NoCompression])

@@ -38,7 +38,9 @@ const (
 // ValidatePolygon checks p in the OGC simple-features sense: at least one
 // ring; every ring closed, with at least 4 points (3 distinct) and finite
 // coordinates; no ring crossing or touching itself; rings crossing or
-// overlapping one another nowhere (touching at a point is allowed); every hole
+// overlapping one another nowhere (touching at a point is allowed, but not
+// in a loop: a hole touching the shell at two points, or rings touching in
+// a cycle, disconnect the interior); every hole
 // inside the shell and outside the other holes; a positive area. Consecutive
 // repeated points are allowed. Errors are *InvalidGeometryError.
 func ValidatePolygon(p orb.Polygon) error {
@@ -480,6 +482,7 @@ func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
 		}
 		return fmt.Sprintf("%s ring %d", name(s.poly), s.ring)
 	}
+	touches := newTouchGraph(name)
 	for lo := 0; lo < len(entries); {
 		hi := lo
 		for hi < len(entries) && entries[hi].cell == entries[lo].cell {
@@ -510,6 +513,11 @@ func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
 						return invalidf("%s touches itself at %s", ringName(*s), fmtPoint(at))
 					}
 				}
+				if kind == touching && s.poly == t.poly {
+					if err := touches.add(s.poly, s.ring, t.ring, at, ringName(*s), ringName(*t)); err != nil {
+						return err
+					}
+				}
 				switch kind {
 				case crossing:
 					if s.poly != t.poly {
@@ -529,6 +537,66 @@ func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
 	return nil
 }
 
+// maxContainsSteps bounds the segment visits of Contains (about half a
+// second); real fields and parcels need a few per vertex.
+const maxContainsSteps = 50_000_000
+
+// touchGraph finds rings of one polygon that touch in a loop, which cuts
+// the interior in pieces (GEOS: "Interior is disconnected"): a hole
+// touching the shell at two points, or three rings each touching the next.
+// Nodes are rings and touch points (so rings all meeting at one point make
+// a star, not a loop); a touch joins its two rings through its point, and
+// joining two nodes already connected closes a loop.
+type touchGraph struct {
+	name   func(int) string
+	seen   map[touchKey]bool
+	parent map[touchNode]touchNode
+}
+
+type touchNode struct {
+	poly, ring int // ring ≥ 0: a ring; ring = -1: the point pt
+	pt         orb.Point
+}
+
+type touchKey struct {
+	poly, ring int
+	pt         orb.Point
+}
+
+func newTouchGraph(name func(int) string) *touchGraph {
+	return &touchGraph{name: name, seen: map[touchKey]bool{}, parent: map[touchNode]touchNode{}}
+}
+
+func (g *touchGraph) find(n touchNode) touchNode {
+	for {
+		p, ok := g.parent[n]
+		if !ok || p == n {
+			return n
+		}
+		if gp, ok := g.parent[p]; ok {
+			g.parent[n] = gp // path halving
+		}
+		n = p
+	}
+}
+
+// add records that rings a and b of polygon poly touch at pt.
+func (g *touchGraph) add(poly, a, b int, pt orb.Point, aName, bName string) error {
+	for _, r := range [2]int{a, b} {
+		k := touchKey{poly, r, pt}
+		if g.seen[k] {
+			continue
+		}
+		g.seen[k] = true
+		rn, pn := g.find(touchNode{poly, r, orb.Point{}}), g.find(touchNode{poly, -1, pt})
+		if rn == pn {
+			return invalidf("%s interior is disconnected: %s and %s touch at %s, closing a loop of touching rings", g.name(poly), aName, bName, fmtPoint(pt))
+		}
+		g.parent[rn] = pn
+	}
+	return nil
+}
+
 // Contains reports whether inner lies inside outer, allowing inner to stray
 // up to tol (CRS units) outside, so a parcel drawn along the field's border
 // (shared edges, rounding) counts as inside. Both must be valid and in the
@@ -536,24 +604,45 @@ func checkCrossings(polys [][]orb.Ring, name func(int) string) error {
 // outer or within tol of its boundary, and so is every piece of an edge of
 // inner between the points where it meets outer's boundary, and that no
 // vertex of outer (a notch or a hole) lies inside inner farther than tol
-// from its boundary. Cost O(n·m) for n and m vertices.
-func Contains(outer, inner orb.MultiPolygon, tol float64) bool {
+// from its boundary.
+//
+// The segments of each side are bucketed into horizontal bands, so a query
+// visits only the few segments near its height: cost about O((n+m) log)
+// for n and m vertices of real shapes. Crafted shapes where many segments
+// share every band (combs) are refused with an *InvalidGeometryError once
+// the work exceeds a budget, instead of taking minutes.
+func Contains(outer, inner orb.MultiPolygon, tol float64) (bool, error) {
 	if len(inner) == 0 || len(outer) == 0 {
-		return false
+		return false, nil
 	}
 	tol = max(tol, 0)
-	inOrNear := func(p orb.Point, mp orb.MultiPolygon) bool {
-		return multiContains(mp, p) || distToBoundary(p, mp) <= tol
+	budget := maxContainsSteps
+	oi, err := newBandIndex(outer, tol, &budget)
+	if err != nil {
+		return false, err
+	}
+	ii, err := newBandIndex(inner, tol, &budget)
+	if err != nil {
+		return false, err
+	}
+	inOrNear := func(p orb.Point) (bool, error) {
+		in, err := oi.contains(p, &budget)
+		if err != nil || in {
+			return in, err
+		}
+		return oi.near(p, tol, &budget)
 	}
 	for _, p := range inner {
 		for _, r := range p {
 			for i, pt := range r {
-				if !inOrNear(pt, outer) {
-					return false
+				ok, err := inOrNear(pt)
+				if err != nil || !ok {
+					return false, err
 				}
 				if i+1 < len(r) {
-					if !inOrNear(orb.Point{(pt[0] + r[i+1][0]) / 2, (pt[1] + r[i+1][1]) / 2}, outer) {
-						return false
+					ok, err := inOrNear(orb.Point{(pt[0] + r[i+1][0]) / 2, (pt[1] + r[i+1][1]) / 2})
+					if err != nil || !ok {
+						return false, err
 					}
 				}
 			}
@@ -562,8 +651,16 @@ func Contains(outer, inner orb.MultiPolygon, tol float64) bool {
 	for _, p := range outer {
 		for _, r := range p {
 			for _, pt := range r {
-				if multiContains(inner, pt) && distToBoundary(pt, inner) > tol {
-					return false
+				in, err := ii.contains(pt, &budget)
+				if err != nil {
+					return false, err
+				}
+				if !in {
+					continue
+				}
+				near, err := ii.near(pt, tol, &budget)
+				if err != nil || !near {
+					return false, err
 				}
 			}
 		}
@@ -577,22 +674,21 @@ func Contains(outer, inner orb.MultiPolygon, tol float64) bool {
 				a, b := r[i], r[i+1]
 				eb := orb.Bound{Min: a, Max: a}.Extend(b)
 				ts = append(ts[:0], 0, 1)
-				for _, q := range outer {
-					for _, or := range q {
-						for j := 0; j+1 < len(or); j++ {
-							c, d := or[j], or[j+1]
-							if max(c[0], d[0]) < eb.Min[0] || min(c[0], d[0]) > eb.Max[0] ||
-								max(c[1], d[1]) < eb.Min[1] || min(c[1], d[1]) > eb.Max[1] {
-								continue
-							}
-							if kind, at := classify(a, b, c, d); kind != noContact {
-								ts = append(ts, paramOn(a, b, at))
-								if kind == overlapping {
-									ts = append(ts, paramOn(a, b, c), paramOn(a, b, d))
-								}
-							}
+				err := oi.visit(eb.Min[1], eb.Max[1], &budget, func(c, d orb.Point) bool {
+					if max(c[0], d[0]) < eb.Min[0] || min(c[0], d[0]) > eb.Max[0] ||
+						max(c[1], d[1]) < eb.Min[1] || min(c[1], d[1]) > eb.Max[1] {
+						return true
+					}
+					if kind, at := classify(a, b, c, d); kind != noContact {
+						ts = append(ts, paramOn(a, b, at))
+						if kind == overlapping {
+							ts = append(ts, paramOn(a, b, c), paramOn(a, b, d))
 						}
 					}
+					return true
+				})
+				if err != nil {
+					return false, err
 				}
 				slices.Sort(ts)
 				for k := 0; k+1 < len(ts); k++ {
@@ -600,14 +696,134 @@ func Contains(outer, inner orb.MultiPolygon, tol float64) bool {
 						continue
 					}
 					m := (ts[k] + ts[k+1]) / 2
-					if !inOrNear(orb.Point{a[0] + m*(b[0]-a[0]), a[1] + m*(b[1]-a[1])}, outer) {
-						return false
+					ok, err := inOrNear(orb.Point{a[0] + m*(b[0]-a[0]), a[1] + m*(b[1]-a[1])})
+					if err != nil || !ok {
+						return false, err
 					}
 				}
 			}
 		}
 	}
-	return true
+	return true, nil
+}
+
+// bandIndex buckets the segments of a multipolygon into horizontal bands
+// of equal height (compressed rows: band k holds items[start[k]:start[k+1]]).
+// A segment is in every band its y-range meets, so any segment meeting a
+// height y is in the band of y.
+type bandIndex struct {
+	segs  [][2]orb.Point
+	y0, h float64
+	start []int32
+	items []int32
+}
+
+func tooComplexContains() error {
+	return &InvalidGeometryError{Reason: fmt.Sprintf("too complex to check containment (over %d steps)", maxContainsSteps)}
+}
+
+func newBandIndex(mp orb.MultiPolygon, tol float64, budget *int) (*bandIndex, error) {
+	x := &bandIndex{}
+	var b orb.Bound
+	for _, p := range mp {
+		for _, r := range p {
+			for i := 0; i+1 < len(r); i++ {
+				if len(x.segs) == 0 {
+					b = orb.Bound{Min: r[i], Max: r[i]}
+				}
+				b = b.Extend(r[i]).Extend(r[i+1])
+				x.segs = append(x.segs, [2]orb.Point{r[i], r[i+1]})
+			}
+		}
+	}
+	if *budget -= len(x.segs); *budget < 0 || len(x.segs) > math.MaxInt32 {
+		return nil, tooComplexContains()
+	}
+	// About one band per segment (a band of a convex ring then holds about
+	// two), but no thinner than tol so a near query spans few bands.
+	height := b.Max[1] - b.Min[1]
+	nb := max(min(len(x.segs), 1<<20), 1)
+	x.y0, x.h = b.Min[1], max(height/float64(nb), tol, 1e-300)
+	nb = int(min(height/x.h+1, float64(nb)))
+	counts := make([]int32, nb+1)
+	total := 0
+	for _, sg := range x.segs {
+		lo, hi := x.band(min(sg[0][1], sg[1][1]), nb), x.band(max(sg[0][1], sg[1][1]), nb)
+		if total += hi - lo + 1; total > *budget {
+			return nil, tooComplexContains()
+		}
+		for k := lo; k <= hi; k++ {
+			counts[k+1]++
+		}
+	}
+	*budget -= total
+	for k := range nb {
+		counts[k+1] += counts[k]
+	}
+	x.start = counts
+	x.items = make([]int32, total)
+	fill := slices.Clone(counts[:nb])
+	for i, sg := range x.segs {
+		lo, hi := x.band(min(sg[0][1], sg[1][1]), nb), x.band(max(sg[0][1], sg[1][1]), nb)
+		for k := lo; k <= hi; k++ {
+			x.items[fill[k]] = int32(i)
+			fill[k]++
+		}
+	}
+	return x, nil
+}
+
+// band is the band of height y, clamped to [0, nb) (monotone in y).
+func (x *bandIndex) band(y float64, nb int) int {
+	f := (y - x.y0) / x.h
+	if !(f > 0) {
+		return 0
+	}
+	return int(min(f, float64(nb-1)))
+}
+
+// visit calls fn for each segment in the bands meeting [ylo, yhi] (a
+// segment spanning several bands more than once) until fn returns false.
+func (x *bandIndex) visit(ylo, yhi float64, budget *int, fn func(a, b orb.Point) bool) error {
+	nb := len(x.start) - 1
+	from, to := x.start[x.band(ylo, nb)], x.start[x.band(yhi, nb)+1]
+	if *budget -= int(to - from); *budget < 0 {
+		return tooComplexContains()
+	}
+	for _, i := range x.items[from:to] {
+		if !fn(x.segs[i][0], x.segs[i][1]) {
+			break
+		}
+	}
+	return nil
+}
+
+// contains is the even-odd crossing test over all rings, boundary excluded.
+func (x *bandIndex) contains(p orb.Point, budget *int) (bool, error) {
+	in, on := false, false
+	err := x.visit(p[1], p[1], budget, func(a, b orb.Point) bool {
+		if onSegment(p, a, b) {
+			on = true
+			return false
+		}
+		if (a[1] > p[1]) != (b[1] > p[1]) {
+			if p[0] < a[0]+(p[1]-a[1])*(b[0]-a[0])/(b[1]-a[1]) {
+				in = !in
+			}
+		}
+		return true
+	})
+	return in && !on, err
+}
+
+// near reports whether p is within tol of a segment.
+func (x *bandIndex) near(p orb.Point, tol float64, budget *int) (bool, error) {
+	found := false
+	err := x.visit(p[1]-tol, p[1]+tol, budget, func(a, b orb.Point) bool {
+		found = distToSegment(p, a, b) <= tol
+		return !found
+	})
+	return found, err
 }
 
 // paramOn is the position of p along segment ab, clamped to [0, 1].
@@ -618,35 +834,6 @@ func paramOn(a, b, p orb.Point) float64 {
 		return 0
 	}
 	return max(0, min(1, ((p[0]-a[0])*dx+(p[1]-a[1])*dy)/l2))
-}
-
-// multiContains reports whether p is inside mp (even-odd over all rings, boundary excluded).
-func multiContains(mp orb.MultiPolygon, p orb.Point) bool {
-	in := false
-	for _, poly := range mp {
-		for _, r := range poly {
-			i, on := pointInRing(p, r)
-			if on {
-				return false
-			}
-			if i {
-				in = !in
-			}
-		}
-	}
-	return in
-}
-
-func distToBoundary(p orb.Point, mp orb.MultiPolygon) float64 {
-	d := math.Inf(1)
-	for _, poly := range mp {
-		for _, r := range poly {
-			for i := 0; i+1 < len(r); i++ {
-				d = min(d, distToSegment(p, r[i], r[i+1]))
-			}
-		}
-	}
-	return d
 }
 
 func distToSegment(p, a, b orb.Point) float64 {

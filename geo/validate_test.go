@@ -27,6 +27,11 @@ func TestValidatePolygon(t *testing.T) {
 		{"hole", orb.Polygon{sq, box(2, 2, 4, 4)}, ""},
 		{"hole touching the shell at a point", orb.Polygon{sq, {{0, 5}, {3, 4}, {3, 6}, {0, 5}}}, ""},
 		{"two holes touching at a point", orb.Polygon{sq, box(2, 2, 4, 4), box(4, 4, 6, 6)}, ""},
+		{"three holes meeting at one point", orb.Polygon{sq, {{5, 5}, {7, 4}, {7, 6}, {5, 5}}, {{5, 5}, {3, 4}, {3, 6}, {5, 5}}, {{5, 5}, {4, 8}, {6, 8}, {5, 5}}}, ""},
+		{"hole touching the shell at two points", orb.Polygon{sq, {{0, 5}, {5, 0}, {10, 5}, {5, 10}, {0, 5}}}, "interior is disconnected"},
+		{"hole touching the shell at two edges' middles", orb.Polygon{sq, {{0, 5}, {5, 2}, {10, 5}, {5, 8}, {0, 5}}}, "interior is disconnected"},
+		{"two holes touching twice", orb.Polygon{sq, {{2, 5}, {5, 3}, {8, 5}, {5, 4}, {2, 5}}, {{2, 5}, {8, 5}, {5, 7}, {2, 5}}}, "interior is disconnected"},
+		{"shell and two holes touching in a loop", orb.Polygon{sq, {{0, 5}, {4, 4}, {4, 6}, {0, 5}}, {{4, 6}, {10, 5}, {6, 8}, {4, 6}}}, "interior is disconnected"},
 		{"no rings", orb.Polygon{}, "no rings"},
 		{"too few points", orb.Polygon{{{0, 0}, {1, 0}, {0, 0}}}, "has 3 points, a ring needs at least 4"},
 		{"not closed", orb.Polygon{{{0, 0}, {10, 0}, {10, 10}, {0, 10}}}, "exterior ring is not closed: it starts at (0, 0) and ends at (0, 10)"},
@@ -210,7 +215,9 @@ func TestContains(t *testing.T) {
 		{"empty inner", field, nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, geo.Contains(tc.outer, tc.inner, tc.tol))
+			got, err := geo.Contains(tc.outer, tc.inner, tc.tol)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -227,10 +234,76 @@ func TestContainsRealParcel(t *testing.T) {
 			}
 		}
 		for _, lp := range geo.Polygonize(labels, gridUES, 0) {
-			assert.True(t, geo.Contains(f.Geometry, orb.MultiPolygon{lp.Polygon}, 0.01), "%s", f.Name)
+			in, err := geo.Contains(f.Geometry, orb.MultiPolygon{lp.Polygon}, 0.01)
+			require.NoError(t, err)
+			assert.True(t, in, "%s", f.Name)
 		}
 		other := fields[len(fields)-1].Geometry
-		assert.False(t, geo.Contains(f.Geometry, other, 0.01), "%s does not contain %s", f.Name, fields[len(fields)-1].Name)
+		in, err := geo.Contains(f.Geometry, other, 0.01)
+		require.NoError(t, err)
+		assert.False(t, in, "%s does not contain %s", f.Name, fields[len(fields)-1].Name)
+	}
+}
+
+// circleRing is an n-gon of radius r around (cx, cy), closed.
+func circleRing(n int, cx, cy, r float64) orb.Ring {
+	ring := make(orb.Ring, 0, n+1)
+	for i := range n {
+		a := 2 * math.Pi * float64(i) / float64(n)
+		ring = append(ring, orb.Point{cx + r*math.Cos(a), cy + r*math.Sin(a)})
+	}
+	return append(ring, ring[0])
+}
+
+func TestContainsLargeIsFast(t *testing.T) {
+	// Was O(n·m): 79 s for these sizes.
+	field := orb.MultiPolygon{{circleRing(20_000, 4.06, 50.745, 0.01), circleRing(1000, 4.0675, 50.745, 0.001)}}
+	require.NoError(t, geo.ValidateMultiPolygon(field))
+	for _, tc := range []struct {
+		name  string
+		inner orb.MultiPolygon
+		want  bool
+	}{
+		{"inside", orb.MultiPolygon{{circleRing(99_990, 4.06, 50.745, 0.006)}}, true},
+		{"crossing the border", orb.MultiPolygon{{circleRing(99_990, 4.065, 50.745, 0.006)}}, false},
+		{"over a hole of the field", orb.MultiPolygon{{circleRing(50_000, 4.065, 50.745, 0.004)}}, false},
+		{"beside a hole of the field", orb.MultiPolygon{{circleRing(50_000, 4.055, 50.745, 0.003)}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			got, err := geo.Contains(field, tc.inner, 1e-6)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.Less(t, time.Since(start), 5*time.Second) // generous for -race
+		})
+	}
+}
+
+func TestContainsTooComplex(t *testing.T) {
+	// A comb: 40,000 teeth each spanning the full height put every segment
+	// in every band, the work that must be refused rather than done.
+	var ring orb.Ring
+	for i := range 20_000 {
+		x := float64(i)
+		ring = append(ring, orb.Point{x, 0}, orb.Point{x + 0.5, 1000})
+	}
+	ring = append(ring, orb.Point{20_000, -10}, orb.Point{0, -10}, orb.Point{0, 0})
+	comb := orb.MultiPolygon{{ring}}
+	start := time.Now()
+	_, err := geo.Contains(comb, orb.MultiPolygon{{box(1, -5, 19_000, -1)}}, 0)
+	var ie *geo.InvalidGeometryError
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, ie.Reason, "too complex to check containment")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func BenchmarkContains(b *testing.B) {
+	field := orb.MultiPolygon{{circleRing(20_000, 0, 0, 1000)}}
+	parcel := orb.MultiPolygon{{circleRing(10_000, 0, 0, 500)}}
+	for b.Loop() {
+		if in, err := geo.Contains(field, parcel, 1e-3); err != nil || !in {
+			b.Fatal(in, err)
+		}
 	}
 }
 

@@ -225,22 +225,17 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 	}
 	// Reflectance = (DN + add) / divisor: dividing by 10000 rather than
 	// multiplying by 0.0001 (inexact in binary) matches numpy's DN/10000.
-	toRefl := func(v float64) float64 { return (v + b.add) * b.scale }
+	// The two forms are separate loops, not a function value: this runs
+	// once per pixel of every band.
+	cv := dnConverter{add: b.add, scale: b.scale, nodata: b.nodata, hasND: b.hasND}
 	if d := 1 / b.scale; d == math.Round(d) {
-		toRefl = func(v float64) float64 { return (v + b.add) / d }
+		cv.divisor, cv.divide = d, true
 	}
-	nan := math.NaN()
-	noData := func(v float64) bool { return v == 0 || (b.hasND && v == b.nodata) || math.IsNaN(v) }
 	if rs.identity() { // same grid as the scene: convert in place
-		for i, v := range dn {
-			if noData(v) {
-				dn[i] = nan
-			} else {
-				dn[i] = toRefl(v)
-			}
-		}
+		cv.convert(dn, dn)
 		return dn, nil
 	}
+	nan := math.NaN()
 	out := make([]float64, target.Cols*target.Rows)
 	for row, sr := range rs.rows {
 		line := out[row*rs.tcols : (row+1)*rs.tcols]
@@ -252,14 +247,51 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		}
 		srcLine := dn[sr*rs.src.Cols : (sr+1)*rs.src.Cols]
 		for c, sc := range rs.cols {
-			if sc < 0 || noData(srcLine[sc]) {
+			if sc < 0 {
 				line[c] = nan
 				continue
 			}
-			line[c] = toRefl(srcLine[sc])
+			line[c] = srcLine[sc]
 		}
+		cv.convert(line, line)
 	}
 	return out, nil
+}
+
+// dnConverter turns digital numbers into reflectance: (DN + add) / divisor
+// when the scale is the inverse of an integer, else (DN + add) · scale; NaN
+// where the DN is 0, the nodata value or NaN.
+type dnConverter struct {
+	add, scale, divisor, nodata float64
+	divide, hasND               bool
+}
+
+// convert writes the reflectance of src into dst (which may be src).
+func (cv dnConverter) convert(dst, src []float64) {
+	dst = dst[:len(src)]
+	nan := math.NaN()
+	nodata := cv.nodata
+	if !cv.hasND {
+		nodata = 0 // already no data
+	}
+	if cv.divide {
+		d := cv.divisor
+		for i, v := range src {
+			if v == 0 || v == nodata || v != v {
+				dst[i] = nan
+			} else {
+				dst[i] = (v + cv.add) / d
+			}
+		}
+		return
+	}
+	for i, v := range src {
+		if v == 0 || v == nodata || v != v {
+			dst[i] = nan
+		} else {
+			dst[i] = (v + cv.add) * cv.scale
+		}
+	}
 }
 
 // readMask returns, on target, whether each pixel is clear of the scene mask.

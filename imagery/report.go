@@ -87,7 +87,7 @@ func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Cols < 0 || r.Rows < 0 || len(r.Values) != r.Cols*r.Rows {
 		return dst, fmt.Errorf("report %s: %d values for %dx%d", r.Index, len(r.Values), r.Cols, r.Rows)
 	}
-	b := slices.Grow(dst, 256+len(r.Values)*maxPixelLen)
+	b := slices.Grow(dst, 256+len(r.Values)*10) // "0.123456," and nulls; appendPixelRow grows as needed
 	b = append(b, `{"bounds":[[`...)
 	b = appendNumber(b, r.Bounds[0][0])
 	b = append(b, ',')

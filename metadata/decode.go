@@ -58,6 +58,9 @@ func decodeBytes(body []byte) (Record, error) {
 	if dec.InputOffset() != int64(len(trimmed)) {
 		return Record{}, &ValidationError{"", "data after the JSON object"}
 	}
+	if key, dup := duplicateKey(trimmed); dup {
+		return Record{}, &ValidationError{key, "given more than once"}
+	}
 	var unknown []string
 	for k := range raw {
 		if !knownKey(k) {
@@ -168,4 +171,32 @@ func jsonReason(err error) string {
 		return "unexpected end of JSON"
 	}
 	return err.Error()
+}
+
+// duplicateKey finds a key repeated in the top-level object of body (valid
+// JSON, already decoded once): encoding/json keeps the last silently, which
+// would drop data the client sent. Keys compare after unescaping, so "a"
+// and "\u0061" are the same key.
+func duplicateKey(body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return "", false
+		}
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }

@@ -8,6 +8,7 @@
 //   - the body is one JSON object of at most MaxBodyBytes, nothing after it;
 //   - keys must be the spec's names exactly (case-sensitive); any other key,
 //     a misspelling such as "yeild_amount" for example, is an error naming it;
+//   - no key may appear twice (encoding/json would keep the last silently);
 //   - each value must have the spec's JSON type (strings, booleans, an
 //     integer yield_amount; 12.0 is accepted as 12, 12.5 and "12" are not);
 //     null means absent.
@@ -20,11 +21,11 @@
 //   - start_date is required and harvest_date optional, both YYYY-MM-DD and
 //     real calendar dates (2019-02-29 is rejected);
 //   - harvest_date is not before start_date (the same day is allowed);
-//   - yield_amount, when given, is ≥ 0;
-//   - yield_unit is required when yield_amount is given, and must be empty
-//     when it is not (a unit without an amount is a client bug);
-//   - tilling_type may be empty (the spec's sample sends ""); a non-empty
-//     tilling_type requires is_tilled true;
+//   - yield_amount, when given, is ≥ 0; yield_unit is optional with or
+//     without it (the spec lists both as optional);
+//   - tilling_type is optional and independent of is_tilled (the spec's
+//     sample sends ""; {"is_tilled": false, "tilling_type": "no-till"} is
+//     a sensible record);
 //   - crop_type, yield_unit and tilling_type are at most MaxTextLen bytes
 //     without control characters.
 //
@@ -127,18 +128,8 @@ func (r Record) Validate() error {
 			return &ValidationError{"harvest_date", fmt.Sprintf("%s is before start_date %s", r.HarvestDate, r.StartDate)}
 		}
 	}
-	if r.YieldAmount != nil {
-		if *r.YieldAmount < 0 {
-			return &ValidationError{"yield_amount", fmt.Sprintf("%d is negative", *r.YieldAmount)}
-		}
-		if r.YieldUnit == "" {
-			return &ValidationError{"yield_unit", "is required with yield_amount"}
-		}
-	} else if r.YieldUnit != "" {
-		return &ValidationError{"yield_unit", "given without yield_amount"}
-	}
-	if r.TillingType != "" && (r.IsTilled == nil || !*r.IsTilled) {
-		return &ValidationError{"tilling_type", "needs is_tilled true"}
+	if r.YieldAmount != nil && *r.YieldAmount < 0 {
+		return &ValidationError{"yield_amount", fmt.Sprintf("%d is negative", *r.YieldAmount)}
 	}
 	return nil
 }

@@ -67,6 +67,16 @@ func TestDecode(t *testing.T) {
 		{"unicode text", `{"field_name":"Akker \u00e9\u00e9n","start_date":"2019-03-01","crop_type":"suikerbiet"}`,
 			Record{FieldName: "Akker één", StartDate: "2019-03-01", CropType: "suikerbiet"}, "-", ""},
 
+		{"no-till, not tilled", `{"field_name":"a","start_date":"2019-03-01","is_tilled":false,"tilling_type":"no-till"}`,
+			Record{FieldName: "a", StartDate: "2019-03-01", IsTilled: ptr(false), TillingType: "no-till"}, "-", ""},
+		{"yield without unit", `{"field_name":"a","start_date":"2019-03-01","yield_amount":9}`,
+			Record{FieldName: "a", StartDate: "2019-03-01", YieldAmount: ptr(9)}, "-", ""},
+
+		// Duplicate keys: encoding/json would keep the last silently.
+		{"duplicate key", `{"field_name":"a","start_date":"2019-03-01","yield_amount":5,"yield_amount":50}`, Record{}, "yield_amount", "more than once"},
+		{"duplicate escaped key", `{"field_name":"a","start_date":"2019-03-01","\u0066ield_name":"b"}`, Record{}, "field_name", "more than once"},
+		{"duplicate null key", `{"field_name":"a","start_date":"2019-03-01","crop_type":null,"crop_type":"maize"}`, Record{}, "crop_type", "more than once"},
+
 		// Body-level errors.
 		{"empty", ``, Record{}, "", "empty body"},
 		{"blank", "  \n", Record{}, "", "empty body"},
@@ -179,11 +189,12 @@ func TestValidate(t *testing.T) {
 		{"harvest before start", with(func(r *Record) { r.HarvestDate = "2019-02-28" }), "harvest_date", "before start_date"},
 
 		{"negative yield", with(func(r *Record) { r.YieldAmount = ptr(-3); r.YieldUnit = "t" }), "yield_amount", "negative"},
-		{"yield without unit", with(func(r *Record) { r.YieldAmount = ptr(3) }), "yield_unit", "required with yield_amount"},
-		{"unit without yield", with(func(r *Record) { r.YieldUnit = "t/ha" }), "yield_unit", "without yield_amount"},
-
-		{"tilling_type untilled", with(func(r *Record) { r.IsTilled = ptr(false); r.TillingType = "plough" }), "tilling_type", "is_tilled true"},
-		{"tilling_type no is_tilled", with(func(r *Record) { r.TillingType = "plough" }), "tilling_type", "is_tilled true"},
+		// The spec lists yield_amount, yield_unit, is_tilled and tilling_type
+		// as optional, each on its own.
+		{"yield without unit", with(func(r *Record) { r.YieldAmount = ptr(3) }), "", ""},
+		{"unit without yield", with(func(r *Record) { r.YieldUnit = "t/ha" }), "", ""},
+		{"no-till, not tilled", with(func(r *Record) { r.IsTilled = ptr(false); r.TillingType = "no-till" }), "", ""},
+		{"tilling_type without is_tilled", with(func(r *Record) { r.TillingType = "plough" }), "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,9 +68,11 @@ var blockedPrefixes = []blockedPrefix{
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("::1/128"), "loopback"},
 	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (SIIT)"},
 	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
 	{netip.MustParsePrefix("100::/64"), "discard-only"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo"},
 	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
 	{netip.MustParsePrefix("2002::/16"), "6to4"},
 	{netip.MustParsePrefix("fc00::/7"), "private"},
@@ -82,7 +84,9 @@ var blockedPrefixes = []blockedPrefix{
 // CheckAddr returns an *AddressError when webhooks must not connect to a:
 // loopback, private, link-local, unspecified, multicast, carrier-grade NAT,
 // reserved and documentation ranges, cloud metadata addresses, and IPv6
-// forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4).
+// forms that embed an IPv4 address (mapped, compatible, SIIT-translated
+// ::ffff:0:a.b.c.d, NAT64, 6to4, Teredo), all refused whatever the
+// embedded address, since a relay or translator may deliver to it.
 func CheckAddr(a netip.Addr) error {
 	if !a.IsValid() {
 		return &AddressError{Addr: a, Reason: "invalid"}

@@ -71,4 +71,15 @@
 // simplifies the boundaries (Douglas–Peucker) one shared boundary at a
 // time, so both zones along it take the same line and no gap or overlap
 // can open; the result is checked and dropped if any boundaries cross.
+//
+// # Dose range
+//
+// The spec gives base_rate, min_rate and max_rate without defaults for the
+// range. When min_rate or max_rate is not given it is derived from the base
+// rate: base ±50 % for n_fertilizer (120 → 60..180 kg N/ha) and ±25 % for
+// seeding (80,000 → 60,000..100,000 seeds/ha), so a base rate alone outside
+// the usual range still gives a variable map. Given rates must satisfy
+// min_rate < base_rate < max_rate (ErrInvalidPrescription, a 400): with
+// min_rate = base_rate the mean-preserving rule could only give every zone
+// the base rate.
 package zoning

@@ -93,6 +93,19 @@ func KMeans(ctx context.Context, data []float64, dim, k int, opts KMeansOptions)
 			return KMeansResult{}, fmt.Errorf("kmeans: value %d is not finite", i)
 		}
 	}
+	// Squared distances summed over all points must stay finite, or
+	// every comparison of potentials and inertias is meaningless.
+	var spread2 float64
+	for d := range dim {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i := d; i < len(data); i += dim {
+			lo, hi = min(lo, data[i]), max(hi, data[i])
+		}
+		spread2 += (hi - lo) * (hi - lo)
+	}
+	if math.IsInf(spread2*float64(n), 0) {
+		return KMeansResult{}, fmt.Errorf("kmeans: values too far apart (squared distances overflow)")
+	}
 	opts = opts.withDefaults()
 
 	var run func(r int) (restart, error)
@@ -114,7 +127,7 @@ func KMeans(ctx context.Context, data []float64, dim, k int, opts KMeansOptions)
 		go func() {
 			defer wg.Done()
 			for r := range next {
-				results[r], errs[r] = run(r)
+				results[r], errs[r] = runSafe(run, r)
 			}
 		}()
 	}
@@ -141,6 +154,17 @@ func KMeans(ctx context.Context, data []float64, dim, k int, opts KMeansOptions)
 		res.Inertia = assignND(data, dim, w.centers, res.Labels, nil)
 	}
 	return res, nil
+}
+
+// runSafe runs one restart, turning a panic (a bug) into an error: a
+// panic in a worker goroutine could not be recovered by the caller.
+func runSafe(run func(int) (restart, error), r int) (res restart, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = restart{}, fmt.Errorf("kmeans: restart %d failed: %v", r, p)
+		}
+	}()
+	return run(r)
 }
 
 type restart struct {
@@ -198,7 +222,7 @@ func seedPlusPlus(data []float64, dim, k int, r *rand.Rand, dist2 []float64) []f
 				cand[i] = d
 				p += d
 			}
-			if p < bestPot {
+			if bestIdx < 0 || p < bestPot {
 				bestPot, bestIdx = p, idx
 				cand, bestCand = bestCand, cand
 			}

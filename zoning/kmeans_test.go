@@ -243,6 +243,32 @@ func TestKMeansErrors(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
+func TestKMeansOverflow(t *testing.T) {
+	// Squared distances of ±1e308 overflow to +Inf: this used to panic in
+	// a worker goroutine (data[-2:]), killing the process.
+	huge := []float64{-1e308, 0, 1e308, 0, 0, 0, 1, 0}
+	_, err := KMeans(context.Background(), huge, 2, 2, KMeansOptions{Seed: 1})
+	require.ErrorContains(t, err, "squared distances overflow")
+	_, err = KMeans(context.Background(), []float64{-1e200, 1e200, 0}, 1, 2, KMeansOptions{Seed: 1})
+	require.ErrorContains(t, err, "squared distances overflow")
+
+	// Seeding itself copes with infinite potentials: the first trial wins.
+	centers := seedPlusPlus(huge, 2, 2, rng(1, 0), make([]float64, 4))
+	require.Len(t, centers, 4)
+	for _, v := range centers {
+		assert.False(t, math.IsNaN(v))
+	}
+
+	// A panic in a restart is an error, not a crash.
+	_, err = runSafe(func(int) (restart, error) { panic("boom") }, 3)
+	require.ErrorContains(t, err, "restart 3 failed: boom")
+	// Large but safe values still cluster.
+	res, err := KMeans(context.Background(), []float64{-1e150, -1e150 + 1e140, 1e150, 1e150 - 1e140}, 1, 2, KMeansOptions{Seed: 1})
+	require.NoError(t, err)
+	assert.Equal(t, res.Labels[0], res.Labels[1])
+	assert.NotEqual(t, res.Labels[0], res.Labels[2])
+}
+
 func BenchmarkKMeans(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, bc := range []struct {

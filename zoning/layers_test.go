@@ -84,7 +84,8 @@ func TestPrescriptionDoses(t *testing.T) {
 		{"seeding default proportional", Prescription{Type: Seeding}, true, 80000},
 		{"n proportional", Prescription{Type: NFertilizer, Strategy: Proportional, BaseRate: 100}, true, 100},
 		{"tight clamp", Prescription{Type: NFertilizer, BaseRate: 100, MinRate: 95, MaxRate: 102, Gain: 1}, false, 100},
-		{"clamp at base", Prescription{Type: NFertilizer, BaseRate: 100, MinRate: 100, MaxRate: 150}, false, 100},
+		{"base only, above the default range", Prescription{Type: NFertilizer, BaseRate: 200}, false, 200},
+		{"seeding base only, below the default range", Prescription{Type: Seeding, BaseRate: 40000}, true, 40000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +120,29 @@ func TestPrescriptionDoses(t *testing.T) {
 	assert.Equal(t, []float64{80000}, d)
 }
 
+func TestPrescriptionDefaultRangeFollowsBase(t *testing.T) {
+	for _, tc := range []struct {
+		p        Prescription
+		min, max float64
+	}{
+		{Prescription{Type: NFertilizer}, 60, 180},
+		{Prescription{Type: Seeding}, 60000, 100000},
+		{Prescription{Type: NFertilizer, BaseRate: 200}, 100, 300},
+		{Prescription{Type: NFertilizer, BaseRate: 40}, 20, 60},
+		{Prescription{Type: Seeding, BaseRate: 120000}, 90000, 150000},
+		{Prescription{Type: NFertilizer, BaseRate: 200, MinRate: 150}, 150, 300},
+		{Prescription{Type: NFertilizer, BaseRate: 200, MaxRate: 210}, 100, 210},
+	} {
+		p := tc.p.WithDefaults()
+		assert.Equal(t, [2]float64{tc.min, tc.max}, [2]float64{p.MinRate, p.MaxRate}, "%+v", tc.p)
+	}
+	// Base 200 alone used to give 200 everywhere (range min(60,200)..max(180,200)).
+	zones := []Zone{{ID: 1, RasterVal: 0.4, AreaHa: 2}, {ID: 2, RasterVal: 0.8, AreaHa: 2}}
+	d, err := Prescription{Type: NFertilizer, BaseRate: 200}.Doses(zones)
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, []float64{240, 160}, d, 1e-9)
+}
+
 func TestPrescriptionInvalid(t *testing.T) {
 	for _, p := range []Prescription{
 		{Type: "manure"},
@@ -126,6 +150,10 @@ func TestPrescriptionInvalid(t *testing.T) {
 		{Type: NFertilizer, BaseRate: 200, MaxRate: 150},
 		{Type: NFertilizer, BaseRate: 50, MinRate: 60},
 		{Type: Seeding, BaseRate: -1},
+		// min = base (or base = max) forces every dose to base: a flat map.
+		{Type: NFertilizer, BaseRate: 100, MinRate: 100, MaxRate: 150},
+		{Type: NFertilizer, BaseRate: 100, MinRate: 50, MaxRate: 100},
+		{Type: NFertilizer, BaseRate: 200, MaxRate: 180},
 	} {
 		_, err := p.Doses([]Zone{{ID: 1, AreaHa: 1}})
 		assert.ErrorIs(t, err, ErrInvalidPrescription, "%+v", p)

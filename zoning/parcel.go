@@ -39,7 +39,11 @@ func ParseParcel(data []byte, field orb.MultiPolygon) (orb.MultiPolygon, error) 
 	}
 	// 1e-6° (about 0.1 m) of slack lets a parcel drawn along the field's
 	// border count as inside.
-	if !geo.Contains(field, mp, 1e-6) {
+	in, err := geo.Contains(field, mp, 1e-6)
+	if err != nil {
+		return nil, &ParcelError{Reason: err.Error()}
+	}
+	if !in {
 		return nil, &ParcelError{Reason: "the parcel does not lie inside the field"}
 	}
 	return mp, nil

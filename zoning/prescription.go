@@ -34,8 +34,12 @@ var ErrInvalidPrescription = errors.New("invalid prescription")
 
 // Prescription is the dose rule of a zone map. Zero fields take the type's defaults:
 //
-//	n_fertilizer: 120 kg N/ha base, 60..180 kg N/ha, compensate
-//	seeding:      80,000 seeds/ha base, 60,000..100,000 seeds/ha, proportional
+//	n_fertilizer: 120 kg N/ha base, rates base ±50 % (60..180 kg N/ha), compensate
+//	seeding:      80,000 seeds/ha base, rates base ±25 % (60,000..100,000 seeds/ha), proportional
+//
+// The default MinRate and MaxRate follow BaseRate (a base of 200 kg N/ha
+// gets 100..300), so a base alone still gives a variable prescription.
+// Given rates must satisfy MinRate < BaseRate < MaxRate.
 //
 // 120 kg N/ha sits in the middle of the usual 80–180 kg N/ha split
 // top-dressing range for winter cereals and maize in north-western Europe,
@@ -73,9 +77,9 @@ func (p Prescription) Unit() string {
 
 // WithDefaults fills the zero fields with the type's defaults.
 func (p Prescription) WithDefaults() Prescription {
-	base, lo, hi, st := 120.0, 60.0, 180.0, Compensate
+	base, span, st := 120.0, 0.5, Compensate
 	if p.Type == Seeding {
-		base, lo, hi, st = 80000, 60000, 100000, Proportional
+		base, span, st = 80000, 0.25, Proportional
 	}
 	if p.Strategy == "" {
 		p.Strategy = st
@@ -84,10 +88,10 @@ func (p Prescription) WithDefaults() Prescription {
 		p.BaseRate = base
 	}
 	if p.MinRate == 0 {
-		p.MinRate = min(lo, p.BaseRate)
+		p.MinRate = p.BaseRate * (1 - span)
 	}
 	if p.MaxRate == 0 {
-		p.MaxRate = max(hi, p.BaseRate)
+		p.MaxRate = p.BaseRate * (1 + span)
 	}
 	if p.Gain == 0 {
 		p.Gain = 0.2
@@ -115,8 +119,8 @@ func (p Prescription) Validate() error {
 			return bad("rates and gain must be numbers between 0 and 1e9")
 		}
 	}
-	if !(p.MinRate <= p.BaseRate && p.BaseRate <= p.MaxRate) {
-		return bad("need min_rate %g ≤ base_rate %g ≤ max_rate %g", p.MinRate, p.BaseRate, p.MaxRate)
+	if !(p.MinRate < p.BaseRate && p.BaseRate < p.MaxRate) {
+		return bad("need min_rate %g < base_rate %g < max_rate %g", p.MinRate, p.BaseRate, p.MaxRate)
 	}
 	return nil
 }

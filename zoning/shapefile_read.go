@@ -138,15 +138,6 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 		}
 	}()
 
-	// Check the counts the parser preallocates against the bytes present,
-	// before it allocates.
-	if len(dbfData) >= 12 {
-		records := int64(binary.LittleEndian.Uint32(dbfData[4:8]))
-		recordSize := int64(binary.LittleEndian.Uint16(dbfData[10:12]))
-		if records > int64(limits.MaxRecords) || records*max(recordSize, 1) > int64(len(dbfData)) {
-			return nil, fmt.Errorf("%w: .dbf claims %d records of %d bytes in %d bytes", ErrShapefile, records, recordSize, len(dbfData))
-		}
-	}
 	shp, err := shapefile.ReadSHP(bytes.NewReader(shpData), int64(len(shpData)), &shapefile.ReadSHPOptions{
 		MaxParts:      limits.MaxParts,
 		MaxPoints:     limits.MaxPoints,
@@ -154,6 +145,16 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: .shp: %v", ErrShapefile, err)
+	}
+	if len(shp.Records) > limits.MaxRecords {
+		return nil, fmt.Errorf("%w: %d shapes exceed %d", ErrShapefile, len(shp.Records), limits.MaxRecords)
+	}
+	// go-shapefile trusts the .dbf header: it reads descriptors up to any
+	// 0x0D, accepts zero-length fields and allocates a value per field per
+	// record, so a small hostile file costs gigabytes. Check the layout
+	// against the bytes present and the .shp first.
+	if err := checkDBFLayout(dbfData, len(shp.Records), limits.MaxRecords); err != nil {
+		return nil, fmt.Errorf("%w: .dbf: %v", ErrShapefile, err)
 	}
 	charset := ""
 	if cpg := parts[".cpg"]; len(cpg) > 0 && len(cpg) < 64 {
@@ -173,9 +174,6 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: .dbf: %v", ErrShapefile, err)
-	}
-	if len(shp.Records) > limits.MaxRecords {
-		return nil, fmt.Errorf("%w: %d shapes exceed %d", ErrShapefile, len(shp.Records), limits.MaxRecords)
 	}
 	if len(dbf.Records) != len(shp.Records) {
 		return nil, fmt.Errorf("%w: %d shapes but %d attribute rows", ErrShapefile, len(shp.Records), len(dbf.Records))
@@ -205,6 +203,61 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 		s.Features = append(s.Features, Shape{Geometry: g, Attributes: dbf.Record(i)})
 	}
 	return s, nil
+}
+
+// maxDBFCells bounds records × fields of a .dbf: go-shapefile holds every
+// cell as an interface value (16 bytes plus the value), so 5M cells stay
+// well under a gigabyte while allowing e.g. 100,000 records of 50 fields.
+const maxDBFCells = 5_000_000
+
+// checkDBFLayout validates a dBase III header before go-shapefile parses
+// it: the header size must hold exactly the field descriptors followed by
+// the 0x0D terminator, every field must have a length, the lengths must
+// add up to the record size, the records must fit in the bytes present,
+// their count must equal the .shp's, and records × fields must stay under
+// maxDBFCells.
+func checkDBFLayout(data []byte, shpRecords, maxRecords int) error {
+	const head, desc = 32, 32
+	if len(data) < head+1 {
+		return fmt.Errorf("%d bytes is too short for a header", len(data))
+	}
+	records := int64(binary.LittleEndian.Uint32(data[4:8]))
+	headerSize := int(binary.LittleEndian.Uint16(data[8:10]))
+	recordSize := int64(binary.LittleEndian.Uint16(data[10:12]))
+	if records > int64(maxRecords) {
+		return fmt.Errorf("%d records exceed %d", records, maxRecords)
+	}
+	if records != int64(shpRecords) {
+		return fmt.Errorf("%d attribute rows but %d shapes", records, shpRecords)
+	}
+	if headerSize < head+1 || (headerSize-head-1)%desc != 0 || headerSize > len(data) {
+		return fmt.Errorf("header size %d does not hold whole field descriptors in %d bytes", headerSize, len(data))
+	}
+	if data[headerSize-1] != 0x0D {
+		return fmt.Errorf("no field terminator at header end (offset %d)", headerSize-1)
+	}
+	fields := (headerSize - head - 1) / desc
+	sum := int64(1) // the deletion flag
+	for i := range fields {
+		d := data[head+i*desc : head+(i+1)*desc]
+		if d[0] == 0x0D {
+			return fmt.Errorf("field terminator inside the descriptors (field %d of %d)", i+1, fields)
+		}
+		if d[16] == 0 {
+			return fmt.Errorf("field %d has length 0", i+1)
+		}
+		sum += int64(d[16])
+	}
+	if sum != recordSize {
+		return fmt.Errorf("field lengths add up to %d bytes but records are %d", sum, recordSize)
+	}
+	if records*int64(fields) > maxDBFCells {
+		return fmt.Errorf("%d records of %d fields exceed %d cells", records, fields, maxDBFCells)
+	}
+	if int64(headerSize)+records*recordSize > int64(len(data)) {
+		return fmt.Errorf("%d records of %d bytes do not fit in %d bytes", records, recordSize, len(data))
+	}
+	return nil
 }
 
 // toOrb converts a go-geom geometry (2-D part only) to orb.

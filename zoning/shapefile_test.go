@@ -359,3 +359,84 @@ func TestGeoJSONToShapefileZip(t *testing.T) {
 		assert.Error(t, GeoJSONToShapefileZip([]byte(bad), &bytes.Buffer{}), bad)
 	}
 }
+
+// hostileDBF builds a dBase III file of nRec one-byte records (the
+// deletion flag only) with nFields zero-length character fields, the
+// layout that made go-shapefile allocate gigabytes, and an empty .shp.
+func hostileDBF(nFields, nRec int) (shp, dbf []byte) {
+	le := binary.LittleEndian
+	var d bytes.Buffer
+	hdr := make([]byte, 32)
+	hdr[0] = 3
+	le.PutUint32(hdr[4:], uint32(nRec))
+	le.PutUint16(hdr[8:], uint16(min(32+32*nFields+1, 65535)))
+	le.PutUint16(hdr[10:], 1)
+	d.Write(hdr)
+	for i := range nFields {
+		fd := make([]byte, 32)
+		copy(fd, "F"+strings.Repeat("x", i%5))
+		fd[11] = 'C'
+		d.Write(fd)
+	}
+	d.WriteByte(0x0d)
+	d.Write(bytes.Repeat([]byte{' '}, nRec))
+	d.WriteByte(0x1a)
+	shp = make([]byte, 100)
+	binary.BigEndian.PutUint32(shp[0:], 9994)
+	binary.BigEndian.PutUint32(shp[24:], 50)
+	le.PutUint32(shp[28:], 1000)
+	le.PutUint32(shp[32:], 5)
+	return shp, d.Bytes()
+}
+
+func TestReadShapefileHostileDBF(t *testing.T) {
+	shp, dbf := hostileDBF(2000, 100_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err := ReadShapefile(map[string][]byte{".shp": shp, ".dbf": dbf}, ShapefileLimits{})
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrShapefile)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "bytes allocated")
+
+	// Each layout defect on its own, with the .shp record count matching.
+	le := binary.LittleEndian
+	tests := []struct {
+		name   string
+		edit   func(d []byte) []byte
+		errMsg string
+	}{
+		{"valid", func(d []byte) []byte { return d }, ""},
+		{"zero-length field", func(d []byte) []byte { d[64+16] = 0; return d }, "field 2 has length 0"},
+		{"header size not descriptors", func(d []byte) []byte { le.PutUint16(d[8:], 40); return d }, "header size 40"},
+		{"terminator early", func(d []byte) []byte { d[64] = 0x0d; return d }, "terminator inside"},
+		{"no terminator at end", func(d []byte) []byte { le.PutUint16(d[8:], 65); return d }, "no field terminator"},
+		{"record size mismatch", func(d []byte) []byte { le.PutUint16(d[10:], 4); return d }, "add up to 3 bytes"},
+		{"rows differ from shapes", func(d []byte) []byte { le.PutUint32(d[4:], 1); return d }, "1 attribute rows but 0 shapes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shp, dbf := hostileDBF(2, 0)
+			dbf[32+16], dbf[64+16] = 1, 1
+			le.PutUint16(dbf[10:], 3)
+			_, err := ReadShapefile(map[string][]byte{".shp": shp, ".dbf": tt.edit(dbf)}, ShapefileLimits{})
+			if tt.errMsg == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrShapefile)
+			assert.ErrorContains(t, err, tt.errMsg)
+		})
+	}
+	// The cell cap: 10 one-byte fields × 600,000 rows is 6M cells.
+	require.ErrorContains(t, checkDBFLayout(func() []byte {
+		_, d := hostileDBF(10, 0)
+		for i := range 10 {
+			d[32+32*i+16] = 1
+		}
+		le.PutUint32(d[4:], 600_000)
+		le.PutUint16(d[10:], 11)
+		return d
+	}(), 600_000, 1_000_000), "exceed 5000000 cells")
+}

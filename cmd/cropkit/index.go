@@ -342,7 +342,7 @@ func colormapFor(cat *imagery.Catalogue, name string) (colormap.Colormap, error)
 
 // writeAtomic writes data to path through a temporary file in the same
 // folder and a rename, so readers never see a partial file. The file is not
-// synced: a crash may lose it, never expose half of it.
+// synced: a power loss may lose recent outputs, which a rerun recomputes.
 func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {

@@ -189,3 +189,75 @@ func BenchmarkFieldPNG(b *testing.B) {
 		}
 	}
 }
+
+// TestIndexCommandRerun writes into an output folder that already holds a
+// previous run's folders and files: the second run replaces them with the
+// same bytes and leaves no temporary file.
+func TestIndexCommandRerun(t *testing.T) {
+	scene := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	out := t.TempDir()
+	args := []string{"--scene", scene, "--fields", fields, "--index", "ndvi,evi", "--out", out}
+	_, err := runIndexArgs(t, args...)
+	require.NoError(t, err)
+	dir := filepath.Join(out, "UES-03", "2019-06-20")
+	first, err := os.ReadFile(filepath.Join(dir, "evi.json"))
+	require.NoError(t, err)
+	firstPNG, err := os.ReadFile(filepath.Join(dir, "evi.png"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ndvi.json"), []byte("stale"), 0o644))
+
+	_, err = runIndexArgs(t, args...)
+	require.NoError(t, err)
+	again, err := os.ReadFile(filepath.Join(dir, "evi.json"))
+	require.NoError(t, err)
+	assert.Equal(t, first, again)
+	againPNG, err := os.ReadFile(filepath.Join(dir, "evi.png"))
+	require.NoError(t, err)
+	assert.Equal(t, firstPNG, againPNG)
+	r := readReport(t, filepath.Join(dir, "ndvi.json")) // the stale file was replaced
+	assert.Equal(t, "ndvi", r.Index)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"ndvi.json", "ndvi.png", "evi.json", "evi.png"}, names)
+
+	// A file where a field's folder belongs is an error, not a crash.
+	blocked := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(blocked, "UES-03"), nil, 0o644))
+	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi", "--out", blocked)
+	assert.ErrorContains(t, err, "UES-03")
+}
+
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.json")
+	require.NoError(t, writeAtomic(path, []byte("one")))
+	require.NoError(t, writeAtomic(path, []byte("two")))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(got))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file left")
+	assert.Error(t, writeAtomic(filepath.Join(dir, "missing", "b.json"), []byte("x")))
+}
+
+func TestIndexCommandCPUProfile(t *testing.T) {
+	scene := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	_, err := runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi", "--out", t.TempDir(), "--cpuprofile", prof)
+	require.NoError(t, err)
+	data, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(data), 2)
+	assert.Equal(t, []byte{0x1f, 0x8b}, data[:2], "a gzipped pprof profile")
+
+	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi", "--out", t.TempDir(),
+		"--cpuprofile", filepath.Join(t.TempDir(), "missing", "cpu.prof"))
+	assert.ErrorContains(t, err, "--cpuprofile")
+}

@@ -95,8 +95,11 @@ func New(from, to int) (Transformer, error) {
 
 // fixed swaps in corrected implementations where the library has a known error.
 func fixed(cs wgs84.CoordinateSystem) wgs84.CoordinateSystem {
-	if tm, ok := cs.(wgs84.TransverseMercator); ok {
-		return tmerc{tm}
+	switch c := cs.(type) {
+	case wgs84.TransverseMercator:
+		return tmerc{c}
+	case wgs84.LambertAzimuthalEqualArea:
+		return laea{c}
 	}
 	return cs
 }

@@ -106,7 +106,9 @@ func TestRoundTrip(t *testing.T) {
 		for _, p := range tc.pts {
 			x, y := fwd.Transform(p[0], p[1])
 			lon, lat := inv.Transform(x, y)
-			assert.InDelta(t, p[0], lon, tc.tol, "EPSG:%d lon of %v", tc.code, p)
+			// Longitudes come back in [-180, 180): -180.5 as 179.5.
+			assert.InDelta(t, 0, math.Mod(lon-p[0]+540, 360)-180, tc.tol, "EPSG:%d lon of %v", tc.code, p)
+			assert.True(t, lon >= -180 && lon < 180, "EPSG:%d lon %g of %v", tc.code, lon, p)
 			assert.InDelta(t, p[1], lat, tc.tol, "EPSG:%d lat of %v", tc.code, p)
 		}
 	}
@@ -251,5 +253,31 @@ func BenchmarkTransformUTM(b *testing.B) {
 	require.NoError(b, err)
 	for i := 0; b.Loop(); i++ {
 		tr.Transform(4.06+float64(i%100)*1e-4, 50.745)
+	}
+}
+
+func TestInverseEdgeCases(t *testing.T) {
+	// Reference values from pyproj (PROJ 9).
+	for _, tc := range []struct {
+		name           string
+		from           int
+		x, y, lon, lat float64
+		lonTol, latTol float64
+	}{
+		// East of the antimeridian in zone 60: PROJ gives −177.92, not 182.08.
+		{"UTM 60S across the antimeridian", 32760, 900000, 5000000, -177.92126607068414, -45.04040546099443, 1e-9, 1e-9},
+		{"UTM 1N across the antimeridian", 32601, 100000, 5000000, 177.92126607068408, 45.04040546099443, 1e-9, 1e-9},
+		{"UTM 60S central meridian", 32760, 500000, 5000000, 177, -45.153477183356024, 1e-9, 1e-9},
+		// The LAEA inverse divided by ρ = 0 at the false origin.
+		{"LAEA false origin", 3035, 4321000, 3210000, 10, 52, 0, 0},
+		{"LAEA 10 m north of the origin", 3035, 4321000, 3210010, 10, 52.0000898709875, 1e-9, 1e-8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := crs.New(tc.from, 4326)
+			require.NoError(t, err)
+			lon, lat := tr.Transform(tc.x, tc.y)
+			assert.InDelta(t, tc.lon, lon, tc.lonTol)
+			assert.InDelta(t, tc.lat, lat, tc.latTol)
+		})
 	}
 }

@@ -64,6 +64,34 @@ func (t tmerc) ToGeographic(east, north, h float64, s wgs84.Spheroid) (lon, lat,
 		qq = next
 	}
 	lat = math.Atan(math.Sinh(qq)) * 180 / math.Pi
-	lon = t.Lonf + math.Atan2(math.Sinh(eta0), math.Cos(xi0))*180/math.Pi
+	lon = wrapLon(t.Lonf + math.Atan2(math.Sinh(eta0), math.Cos(xi0))*180/math.Pi)
 	return lon, lat, h
+}
+
+// wrapLon brings a longitude into [-180, 180), as PROJ does: a zone near
+// the antimeridian (UTM 60, 1) otherwise yields e.g. 182° for -178°.
+func wrapLon(lon float64) float64 {
+	if lon >= -180 && lon < 180 {
+		return lon
+	}
+	lon = math.Mod(lon+180, 360)
+	if lon < 0 {
+		lon += 360
+	}
+	return lon - 180
+}
+
+// laea is the library's Lambert azimuthal equal-area (EPSG:3035) with the
+// projection centre handled: its inverse divides by ρ, the distance from
+// the false origin, and returns NaN exactly there.
+type laea struct {
+	wgs84.LambertAzimuthalEqualArea
+}
+
+func (l laea) ToGeographic(east, north, h float64, s wgs84.Spheroid) (lon, lat, height float64) {
+	if east == l.Eastf && north == l.Northf {
+		return l.Lonf, l.Latf, h
+	}
+	lon, lat, height = l.LambertAzimuthalEqualArea.ToGeographic(east, north, h, s)
+	return wrapLon(lon), lat, height
 }

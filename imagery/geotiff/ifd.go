@@ -14,8 +14,17 @@ import (
 // Sanity limits on what a file may declare. They bound every allocation a
 // header can cause, whatever the file claims.
 const (
-	maxSide        = 1 << 20 // pixels per image side
-	maxBlockBytes  = 1 << 26 // decoded bytes of one tile or strip
+	maxSide = 1 << 20 // pixels per image side
+	// maxBlockBytes bounds the decoded bytes of one tile or strip, which
+	// a read decompresses whole even for one pixel. 16 MiB holds 2048²
+	// uint32 tiles and, for stripped files, strips of 764 rows of a
+	// 10980-column uint16 band (GDAL writes 8 KiB strips); a file with
+	// RowsPerStrip spanning a whole large image is refused as unsupported.
+	maxBlockBytes = 16 << 20
+	// maxOverviews bounds the reduced-resolution levels: each halves a
+	// side, so 30 covers maxSide; more (or levels not shrinking) only serve
+	// to make a small file decompress the same block again and again.
+	maxOverviews   = 30
 	maxIFDEntries  = 4096
 	maxIFDs        = 64
 	maxArray       = 1 << 22 // elements of one array tag when the source size is unknown
@@ -47,10 +56,12 @@ const (
 	tagGeoKeyDirectory     = 34735
 	tagGDALMetadata        = 42112
 	tagGDALNoData          = 42113
+	geoKeyModelType        = 1024
 	geoKeyRasterType       = 1025
 	geoKeyGeographicType   = 2048
 	geoKeyProjectedCSType  = 3072
 	rasterPixelIsPoint     = 2
+	modelTypeProjected     = 1
 	userDefined            = 32767
 )
 
@@ -142,6 +153,18 @@ func open(r io.ReaderAt, size int64) (*File, error) {
 				return nil, wrapIFD(i, err)
 			}
 			continue
+		}
+		// Each level must be smaller than the one before: a crafted file
+		// could otherwise list one huge block as many "overviews".
+		prev := f.full.grid
+		if len(f.overviews) > 0 {
+			prev = f.overviews[len(f.overviews)-1].grid
+		}
+		if c, r := im.grid.Cols, im.grid.Rows; c > prev.Cols || r > prev.Rows || c*r >= prev.Cols*prev.Rows {
+			return nil, formatErr("IFD %d: overview of %dx%d is not smaller than the level before (%dx%d)", i, c, r, prev.Cols, prev.Rows)
+		}
+		if len(f.overviews) == maxOverviews {
+			return nil, formatErr("more than %d overviews", maxOverviews)
 		}
 		// An overview shares the full image's georeferencing, scaled.
 		g := f.full.grid
@@ -505,6 +528,12 @@ func (t *tiffReader) georef(fields map[uint16]field, im *Image) error {
 	}
 	var pixelIsPoint bool
 	if len(keys) >= 4 {
+		// A projected model (or any ProjectedCSTypeGeoKey, even
+		// user-defined) is a metric grid: its GeographicTypeGeoKey names
+		// only the datum, so a projected CRS without an EPSG code stays
+		// EPSG 0 (unsupported) rather than being labelled lon/lat.
+		projected := false
+		projCode, geogCode := 0, 0
 		n := int(keys[3])
 		for i := 0; i < n && 4+4*i+3 < len(keys); i++ {
 			k := keys[4+4*i:]
@@ -513,24 +542,24 @@ func (t *tiffReader) georef(fields map[uint16]field, im *Image) error {
 				continue
 			}
 			switch id {
+			case geoKeyModelType:
+				projected = projected || val == modelTypeProjected
 			case geoKeyRasterType:
 				pixelIsPoint = val == rasterPixelIsPoint
 			case geoKeyProjectedCSType:
+				projected = true
 				if val != userDefined && val != 0 {
-					im.grid.EPSG = int(val)
+					projCode = int(val)
 				}
 			case geoKeyGeographicType:
-				if im.grid.EPSG == 0 && val != userDefined && val != 0 {
-					im.grid.EPSG = int(val)
+				if val != userDefined && val != 0 {
+					geogCode = int(val)
 				}
 			}
 		}
-		// A projected CRS wins over its base geographic CRS whatever the key order.
-		for i := 0; i < n && 4+4*i+3 < len(keys); i++ {
-			k := keys[4+4*i:]
-			if k[0] == geoKeyProjectedCSType && k[1] == 0 && k[3] != userDefined && k[3] != 0 {
-				im.grid.EPSG = int(k[3])
-			}
+		im.grid.EPSG = geogCode
+		if projected {
+			im.grid.EPSG = projCode
 		}
 	}
 	scale, err := t.floats(fields, tagModelPixelScale, 3)

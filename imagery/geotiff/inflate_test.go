@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/klauspost/compress/flate"
@@ -99,16 +100,22 @@ func TestInflateMatchesFlate(t *testing.T) {
 func TestInflateCorrupt(t *testing.T) {
 	var f inflater
 	dst := make([]byte, 100)
-	for name, src := range map[string][]byte{
-		"reserved block type":   {0x07},
-		"stored length check":   {0x01, 0x05, 0x00, 0x00, 0x00},
-		"stored data missing":   {0x01, 0x05, 0x00, 0xfa, 0xff, 'a'},
-		"nothing":               {},
-		"distance before start": {0x63, 0x00, 0x42, 0x00}, // fixed block: length 3, distance 1, nothing written yet
-		"too many lengths":      {0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	for _, tc := range []struct {
+		name string
+		src  []byte
+		want error
+	}{
+		{"reserved block type", []byte{0x07}, errInflateData},
+		{"stored length check", []byte{0x01, 0x05, 0x00, 0x00, 0x00}, errInflateData},
+		{"stored data missing", []byte{0x01, 0x05, 0x00, 0xfa, 0xff, 'a'}, errInflateEOF},
+		{"nothing", nil, errInflateEOF},
+		// A fixed block whose first symbol copies from before the start.
+		{"distance before start", []byte{0x63, 0x00, 0x42, 0x00}, errInflateData},
+		// A dynamic block header of all ones declares 288 literal/length
+		// codes, more than the 286 symbols.
+		{"too many literal/length codes", []byte{0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, errInflateData},
 	} {
-		err := f.inflate(dst, src)
-		assert.Error(t, err, name)
+		assert.ErrorIs(t, f.inflate(dst, tc.src), tc.want, tc.name)
 	}
 }
 
@@ -171,4 +178,90 @@ func BenchmarkInflateTile(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkInflateRealTiles inflates the first 40 tiles of the band named
+// by CROPKIT_BENCH_TILE (a real or realistic Sentinel-2 COG) on one
+// goroutine, with this package's inflater and with klauspost/compress/flate.
+func BenchmarkInflateRealTiles(b *testing.B) {
+	name := os.Getenv("CROPKIT_BENCH_TILE")
+	if name == "" {
+		b.Skip("set CROPKIT_BENCH_TILE to a full-size GeoTIFF band")
+	}
+	file, err := OpenFile(name)
+	require.NoError(b, err)
+	defer file.Close()
+	im := file.Image()
+	if im.compression != 8 && im.compression != 32946 {
+		b.Skipf("compression %d is not DEFLATE", im.compression)
+	}
+	var tiles [][]byte
+	for i := 0; i < len(im.offsets) && len(tiles) < 40; i++ {
+		if im.counts[i] == 0 {
+			continue
+		}
+		comp := make([]byte, im.counts[i])
+		require.NoError(b, im.src.readAt(comp, int64(im.offsets[i])))
+		tiles = append(tiles, comp[2:]) // past the zlib header
+	}
+	size := im.blockW * im.blockH * im.typ.Size()
+	dst := make([]byte, size)
+	var f inflater
+	for _, t := range tiles { // the two decoders agree
+		require.NoError(b, f.inflate(dst, t))
+		want, err := io.ReadAll(flate.NewReader(bytes.NewReader(t)))
+		require.NoError(b, err)
+		require.Equal(b, want[:size], dst)
+	}
+	b.Run("inflater", func(b *testing.B) {
+		b.SetBytes(int64(size * len(tiles)))
+		for b.Loop() {
+			for _, t := range tiles {
+				if err := f.inflate(dst, t); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("klauspost", func(b *testing.B) {
+		var br bytes.Reader
+		fr := flate.NewReader(&br)
+		b.SetBytes(int64(size * len(tiles)))
+		for b.Loop() {
+			for _, t := range tiles {
+				br.Reset(t)
+				if err := fr.(flate.Resetter).Reset(&br, nil); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(fr, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+func TestBuildTable(t *testing.T) {
+	table := make([]uint32, 1<<3)
+	// Over-subscribed: three codes of one bit.
+	assert.ErrorIs(t, buildTable(table, 3, []uint8{1, 1, 1}, codelenEntry), errInflateData)
+	// Complete: A = 0, B = 10, C = 11 (sent least significant bit first).
+	require.NoError(t, buildTable(table, 3, []uint8{1, 2, 2}, codelenEntry))
+	for i, want := range []uint32{0, 1, 0, 2, 0, 1, 0, 2} { // index bits 0bCBA, read from the right
+		e := table[i]
+		assert.Equal(t, want, e>>16, "index %03b", i)
+		assert.Equal(t, uint32(1+min(want, 1)), e&15, "code length at index %03b", i)
+	}
+	// Incomplete (a single one-bit code, as DEFLATE allows for distances):
+	// the unused code decodes as invalid.
+	require.NoError(t, buildTable(table, 3, []uint8{0, 1}, distEntry))
+	assert.NotZero(t, table[0]&kindLength)
+	assert.Equal(t, uint32(kindInvalid), table[1])
+	// Codes longer than the first level go through a second-level table.
+	long := make([]uint32, 1<<2+4<<(maxCodeLen-2))
+	require.NoError(t, buildTable(long, 2, []uint8{1, 2, 3, 3}, codelenEntry))
+	link := long[3] // 11 then one more bit: symbols 2 (110) and 3 (111)
+	require.NotZero(t, link&kindLink)
+	assert.Equal(t, uint32(2), long[link>>16+0]>>16)
+	assert.Equal(t, uint32(3), long[link>>16+1]>>16)
 }

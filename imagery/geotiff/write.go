@@ -81,8 +81,9 @@ func Write(w io.Writer, g geo.Grid, r *Raster, opt WriteOptions) error {
 	if bw == 0 {
 		bw, bh = 256, 256
 	}
-	if bw%16 != 0 || bw < 16 || bw > 4096 {
-		return fmt.Errorf("geotiff: write: tile size %d is not a multiple of 16 in 16..4096", bw)
+	// 2048² float32 is 16 MiB, the largest block the reader accepts.
+	if bw%16 != 0 || bw < 16 || bw*bw*size > maxBlockBytes {
+		return fmt.Errorf("geotiff: write: tile size %d is not a multiple of 16 in 16..%d", bw, int(math.Sqrt(float64(maxBlockBytes/size))))
 	}
 	if opt.Stripped {
 		bw = g.Cols

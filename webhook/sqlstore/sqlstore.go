@@ -326,10 +326,19 @@ func (s *Store) Enqueue(ctx context.Context, owner string, payload webhook.Paylo
 }
 
 // Claim implements webhook.Store: it leases the oldest due pending delivery
-// of each active registration not in req.SkipRegistrations (so each endpoint
-// gets its notifications in order), up to req.Limit, by moving their next
-// attempt to req.LeaseUntil. NextDue leaves out the registrations claimed
-// now, which are in flight until recorded.
+// of each active registration not in req.SkipRegistrations, up to
+// req.Limit, by moving their next attempt to req.LeaseUntil. NextDue leaves
+// out the registrations claimed now, which are in flight until recorded.
+//
+// What holds: one Claim returns at most one delivery per registration, so a
+// dispatcher that passes its in-flight registrations as SkipRegistrations
+// has at most one attempt in flight per URL. What does not: ordering. Only
+// due rows are ranked, so a notification waiting out its retry backoff (or
+// leased by another dispatcher sharing the database) does not hold back a
+// newer one; two dispatchers may each have one attempt in flight for the
+// same URL, and notifications can arrive out of order. Standard Webhooks
+// promises no order either: receivers de-duplicate by webhook-id and order
+// by the payload's own times.
 func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.ClaimResult, error) {
 	var res webhook.ClaimResult
 	skip, skipArgs := "", []any{}

@@ -250,3 +250,29 @@ func BenchmarkClaimRecord(b *testing.B) {
 		}
 	}
 }
+
+// TestClaimNoOrderAcrossDispatchers pins what Claim's documentation
+// promises and what it does not: one delivery per registration per claim,
+// but a second dispatcher (not knowing the first's in-flight registrations)
+// gets the next delivery of a registration whose oldest is leased, and a
+// delivery in backoff does not hold back a newer one.
+func TestClaimNoOrderAcrossDispatchers(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	a, err := s.Register(ctx, "alice", "https://a.example.com/h")
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := s.Enqueue(ctx, "alice", samplePayload("f", float64(i)/10))
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	lease := now.Add(time.Minute)
+	first, err := s.Claim(ctx, webhook.ClaimRequest{Now: now, LeaseUntil: lease, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, first.Deliveries, 1, "one per registration per claim")
+	second, err := s.Claim(ctx, webhook.ClaimRequest{Now: now, LeaseUntil: lease, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, second.Deliveries, 1, "another dispatcher: a second attempt in flight to the same URL")
+	assert.Equal(t, a.ID, second.Deliveries[0].RegistrationID)
+	assert.Greater(t, second.Deliveries[0].ID, first.Deliveries[0].ID, "the newer one, ahead of the leased older one")
+}

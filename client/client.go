@@ -5,7 +5,8 @@
 //	report, err := c.DownloadReport(ctx, client.DownloadRequest{FieldName: "north", Index: "ndvi"})
 //
 // Errors answered by the server are *APIError values that match ErrNotFound,
-// ErrForbidden, ErrBadRequest, ErrUnauthorized or ErrTooLarge with errors.Is.
+// ErrForbidden, ErrBadRequest, ErrUnauthorized, ErrConflict, ErrTooLarge or
+// ErrUnavailable with errors.Is.
 //
 // The wire types are defined here, mirroring the server's JSON (the server
 // does not import this package); the §2.5 download document is the library's
@@ -25,6 +26,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cropkit/cropkit/imagery"
 )
@@ -36,6 +38,11 @@ var (
 	ErrForbidden    = errors.New("forbidden")
 	ErrNotFound     = errors.New("not found")
 	ErrTooLarge     = errors.New("request too large")
+	// ErrConflict: the name is taken (registering a field twice).
+	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: the server is busy (503); retry after
+	// APIError.RetryAfter.
+	ErrUnavailable = errors.New("temporarily unavailable")
 )
 
 // APIError is an error answer of the server.
@@ -44,6 +51,8 @@ type APIError struct {
 	Code       string // machine code, e.g. "not_found", "invalid_geometry"
 	Message    string
 	Body       []byte // the raw answer
+	// RetryAfter is the server's Retry-After (503 answers), 0 when absent.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -63,6 +72,10 @@ func (e *APIError) Is(target error) bool {
 		return e.StatusCode == http.StatusNotFound
 	case ErrTooLarge:
 		return e.StatusCode == http.StatusRequestEntityTooLarge
+	case ErrConflict:
+		return e.StatusCode == http.StatusConflict
+	case ErrUnavailable:
+		return e.StatusCode == http.StatusServiceUnavailable
 	}
 	return false
 }
@@ -134,6 +147,9 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	apiErr := &APIError{StatusCode: resp.StatusCode, Body: body}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		apiErr.RetryAfter = time.Duration(secs) * time.Second
+	}
 	var eb struct {
 		Error struct {
 			Code    string `json:"code"`
@@ -220,13 +236,18 @@ type Field struct {
 }
 
 // FieldRequest registers or updates a field. Geometry is GeoJSON (Polygon,
-// MultiPolygon or Feature, EPSG:4326). On update, nil/empty members are left unchanged.
+// MultiPolygon or Feature, EPSG:4326). On update, nil members are left
+// unchanged; an empty non-nil Labels map clears the labels (sent as {}), a
+// pointer to "" clears the group. Sending the current geometry again keeps
+// the field's products.
 type FieldRequest struct {
-	FieldName string            `json:"field_name"`
-	Geometry  json.RawMessage   `json:"geometry,omitempty"`
-	Group     *string           `json:"group,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
-	Indices   []string          `json:"indices,omitempty"`
+	FieldName string          `json:"field_name"`
+	Geometry  json.RawMessage `json:"geometry,omitempty"`
+	Group     *string         `json:"group,omitempty"`
+	// Labels is sent even when empty: nil is JSON null (unchanged), an
+	// empty map {} (no labels).
+	Labels  map[string]string `json:"labels"`
+	Indices []string          `json:"indices,omitempty"`
 }
 
 type fieldResult struct {
@@ -259,7 +280,9 @@ func (c *Client) DeleteField(ctx context.Context, fieldName string) error {
 	return c.call(ctx, request{path: "/fields/delete", query: query("field_name", fieldName)}, nil)
 }
 
-// ListFields lists the caller's fields, only those of group when it is not empty.
+// ListFields lists the caller's fields, only those of group when it is not
+// empty. "" lists every field: fields without a group cannot be selected
+// alone (filter the result on Field.Group == "").
 func (c *Client) ListFields(ctx context.Context, group string) ([]Field, error) {
 	var out struct {
 		Fields []Field `json:"fields"`

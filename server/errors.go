@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Error is an API error: an HTTP status with a stable machine code and a
@@ -14,6 +15,8 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter, in seconds, sets the Retry-After header when positive (503s).
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -31,6 +34,7 @@ const (
 	CodeTooLarge         = "too_large"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeInternal         = "internal"
+	CodeUnavailable      = "unavailable"
 )
 
 func badRequest(format string, args ...any) *Error {
@@ -43,6 +47,11 @@ func forbidden(format string, args ...any) *Error {
 
 func notFound(format string, args ...any) *Error {
 	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// unavailable is a 503 asking the client to retry in a second.
+func unavailable(format string, args ...any) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), RetryAfter: 1}
 }
 
 // fieldNotFound is the answer for a missing field and for another user's field alike.
@@ -67,6 +76,9 @@ func writeError(w http.ResponseWriter, e *Error) {
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	w.WriteHeader(e.Status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -83,6 +95,11 @@ func asAPIError(err error) (e *Error, internal bool) {
 	if errors.As(err, &tooBig) {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
 			Message: fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)}, false
+	}
+	if IsBusy(err) {
+		// Another process (an admin command) held the database's write lock
+		// past the busy timeout: a transient condition, not a server fault.
+		return unavailable("the database is busy; retry shortly"), false
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -112,20 +113,39 @@ func (s *Server) fieldIndices(u User, p params) ([]string, bool, error) {
 }
 
 // parseFieldGeometry reads and validates the geometry parameter (GeoJSON
-// Polygon, MultiPolygon or Feature in EPSG:4326).
-func parseFieldGeometry(p params) (orb.MultiPolygon, bool, error) {
+// Polygon, MultiPolygon or Feature in EPSG:4326), including the extent caps:
+// ingestion reads a field's whole bounding box, so a field's cost is its box,
+// not its area (two tiny parts far apart, a huge ring with a big hole).
+func (s *Server) parseFieldGeometry(p params) (orb.MultiPolygon, bool, error) {
 	raw, ok, err := p.object("geometry")
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	invalid := func(format string, args ...any) *Error {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidGeometry, Message: "geometry: " + fmt.Sprintf(format, args...)}
+	}
 	mp, err := geo.ParseGeometry(raw)
 	if err != nil {
-		return nil, false, &Error{Status: http.StatusBadRequest, Code: CodeInvalidGeometry, Message: "geometry: " + err.Error()}
+		return nil, false, invalid("%v", err)
 	}
 	if err := geo.ValidateLonLat(mp); err != nil {
-		return nil, false, &Error{Status: http.StatusBadRequest, Code: CodeInvalidGeometry, Message: "geometry: " + err.Error()}
+		return nil, false, invalid("%v", err)
+	}
+	if len(mp) > s.limits.FieldParts {
+		return nil, false, invalid("%d polygons; at most %d per field", len(mp), s.limits.FieldParts)
+	}
+	if ha := boxHectares(mp.Bound()); ha > s.limits.FieldExtentHa {
+		return nil, false, invalid("bounding box of %.0f ha; at most %.0f ha per field (register distant parts as separate fields)", ha, s.limits.FieldExtentHa)
 	}
 	return mp, true, nil
+}
+
+// boxHectares is the area of a lon/lat box on the WGS84 authalic sphere.
+func boxHectares(b orb.Bound) float64 {
+	const r = 6371007.2 // authalic radius, m
+	dLon := (b.Max[0] - b.Min[0]) * math.Pi / 180
+	band := math.Sin(b.Max[1]*math.Pi/180) - math.Sin(b.Min[1]*math.Pi/180)
+	return r * r * dLon * band / 10000
 }
 
 func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -136,7 +156,7 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 	if !validName(name) {
 		return badRequest("field_name must be 1 to 200 characters without control characters")
 	}
-	mp, ok, err := parseFieldGeometry(c.params)
+	mp, ok, err := s.parseFieldGeometry(c.params)
 	if err != nil {
 		return err
 	}
@@ -155,11 +175,14 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 	if err != nil {
 		return err
 	}
-	f, err := s.store.InsertField(r.Context(), Field{
+	f, err := s.store.InsertFieldQuota(r.Context(), Field{
 		OwnerID: c.user.ID, Name: name, Group: group, Labels: labels, Indices: indices, Geometry: mp,
-	})
+	}, s.limits.FieldsPerUser)
 	if errors.Is(err, ErrExists) {
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf("field %q is already registered", name)}
+	}
+	if errors.Is(err, ErrQuota) {
+		return badRequest("field quota reached: at most %d fields per account", s.limits.FieldsPerUser)
 	}
 	if err != nil {
 		return err
@@ -195,10 +218,12 @@ func (s *Server) handleFieldUpdate(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	mp, geomChanged, err := parseFieldGeometry(c.params)
+	mp, geomGiven, err := s.parseFieldGeometry(c.params)
 	if err != nil {
 		return err
 	}
+	// Sending the outline again is not a change: products and uploads stay.
+	geomChanged := geomGiven && !sameGeometry(mp, f.Geometry)
 	if group, ok, err := c.params.str("group"); err != nil {
 		return err
 	} else if ok {
@@ -219,10 +244,20 @@ func (s *Server) handleFieldUpdate(w http.ResponseWriter, r *http.Request, c *ca
 	}
 	// Products of an old outline no longer describe the field: drop them.
 	updated, err := s.store.UpdateField(r.Context(), f, geomChanged)
+	if errors.Is(err, ErrNotFound) {
+		return fieldNotFound(f.Name) // deleted since it was read
+	}
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, fieldResponse{Message: fmt.Sprintf("field %q updated", f.Name), Field: toFieldJSON(updated)})
+}
+
+// sameGeometry compares two parsed (normalized) outlines as stored.
+func sameGeometry(a, b orb.MultiPolygon) bool {
+	ea, err1 := encodeGeometry(a)
+	eb, err2 := encodeGeometry(b)
+	return err1 == nil && err2 == nil && ea == eb
 }
 
 type messageResponse struct {
@@ -234,7 +269,9 @@ func (s *Server) handleFieldDelete(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteField(r.Context(), f); err != nil {
+	if err := s.store.DeleteField(r.Context(), f); errors.Is(err, ErrNotFound) {
+		return fieldNotFound(f.Name) // deleted concurrently
+	} else if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, messageResponse{Message: fmt.Sprintf("field %q deleted with its products", f.Name)})

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -25,12 +27,45 @@ import (
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/webhook"
 )
 
 // IngestOptions tune one ingestion.
 type IngestOptions struct {
 	// Date dates a scene whose date is in neither its metadata nor its name.
 	Date time.Time
+	// Untrusted applies the remote-source policy (the HTTP API sets it): a
+	// URL source and its assets are fetched through the webhook SSRF guard
+	// (no loopback, private, link-local or metadata address unless
+	// Config.IngestAllowPrivate; no redirects), and a STAC item fetched by URL
+	// may only reference http(s) assets (no file: or local paths).
+	Untrusted bool
+}
+
+// sceneFetchTimeout bounds one HTTP request of an untrusted remote scene.
+const sceneFetchTimeout = 5 * time.Minute
+
+// sceneOptions are the imagery options of an ingestion of src.
+func (s *Server) sceneOptions(src string, opts IngestOptions) imagery.SceneOptions {
+	so := imagery.SceneOptions{Date: opts.Date}
+	if !opts.Untrusted || !isHTTPURL(src) {
+		return so
+	}
+	client := webhook.NewClient(s.ingestAllowPrivate, sceneFetchTimeout)
+	so.HTTPClient = client
+	so.Open = func(ctx context.Context, name string) (io.ReaderAt, error) {
+		if !isHTTPURL(name) {
+			return nil, fmt.Errorf("asset %q: a scene fetched by URL may only reference http(s) assets", name)
+		}
+		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), client, name)
+	}
+	return so
+}
+
+func isHTTPURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
 // IngestResult summarises the ingestion of one scene.
@@ -45,9 +80,24 @@ type IngestResult struct {
 	// others (recorded with their cloud cover, never served).
 	Usable   int `json:"usable"`
 	Unusable int `json:"unusable"`
-	// Failed counts fields whose ingestion failed (see the error returned).
-	Failed int `json:"failed"`
+	// Skipped counts fields deleted, or whose outline changed, while the
+	// scene was processed: nothing is recorded for them.
+	Skipped int `json:"skipped"`
+	// Failed counts fields whose ingestion failed; Failures says why.
+	Failed   int            `json:"failed"`
+	Failures []FieldFailure `json:"failures"`
 }
+
+// FieldFailure is the failed ingestion of one field.
+type FieldFailure struct {
+	Owner string `json:"owner"`
+	Field string `json:"field"`
+	Error string `json:"error"`
+}
+
+// errFieldChanged is returned (and counted as skipped) when a field was
+// deleted or its outline replaced while ingestion processed the old one.
+var errFieldChanged = errors.New("field deleted or its outline changed during ingestion")
 
 // rasterNoData marks pixels outside the field or masked in /rasters/get GeoTIFFs.
 const rasterNoData = -9999
@@ -58,7 +108,7 @@ const rasterNoData = -9999
 // its products. A field's failure does not stop the others: their errors are
 // joined in the returned error, next to a result counting what was stored.
 func (s *Server) Ingest(ctx context.Context, src string, opts IngestOptions) (IngestResult, error) {
-	scene, err := imagery.OpenScene(ctx, src, imagery.SceneOptions{Date: opts.Date})
+	scene, err := imagery.OpenScene(ctx, src, s.sceneOptions(src, opts))
 	if err != nil {
 		return IngestResult{}, &Error{Status: 400, Code: CodeBadRequest, Message: fmt.Sprintf("ingest: %v", err)}
 	}
@@ -76,6 +126,7 @@ func (s *Server) Ingest(ctx context.Context, src string, opts IngestOptions) (In
 	sceneBands := scene.Bands()
 	s.log.InfoContext(ctx, "ingest scene", "scene", res.Scene, "date", res.Date, "fields", len(fields))
 
+	res.Failures = []FieldFailure{}
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -84,23 +135,37 @@ func (s *Server) Ingest(ctx context.Context, src string, opts IngestOptions) (In
 		done int
 	)
 	for _, f := range fields {
+		// Stop starting fields once ctx ends (shutdown, client gone); the
+		// fields in flight finish or fail as a whole (files are installed
+		// with their rows, see recordProducts).
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			usable, unusable, outside, err := s.ingestField(ctx, scene, sceneBands, f)
+			usable, unusable, outside, err := s.ingestFieldSafe(ctx, scene, sceneBands, f)
 			mu.Lock()
 			defer mu.Unlock()
 			done++
-			res.Usable += usable
-			res.Unusable += unusable
-			if outside {
-				res.Outside++
-			}
-			if err != nil {
+			switch {
+			case errors.Is(err, errFieldChanged):
+				res.Skipped++
+			case err != nil:
 				res.Failed++
+				res.Failures = append(res.Failures, FieldFailure{Owner: f.Owner, Field: f.Name, Error: err.Error()})
 				errs = append(errs, fmt.Errorf("field %q of %s: %w", f.Name, f.Owner, err))
+			default:
+				res.Usable += usable
+				res.Unusable += unusable
+				if outside {
+					res.Outside++
+				}
 			}
 			if done%100 == 0 || done == len(fields) {
 				s.log.InfoContext(ctx, "ingest progress", "scene", res.Scene, "fields_done", done, "fields", len(fields))
@@ -108,7 +173,23 @@ func (s *Server) Ingest(ctx context.Context, src string, opts IngestOptions) (In
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("ingest %s: stopped after %d of %d fields: %w", res.Scene, done, len(fields), err)
+	}
 	return res, errors.Join(errs...)
+}
+
+// ingestFieldSafe is ingestField with a panic turned into that field's error
+// (a worker goroutine's panic would otherwise end the process).
+func (s *Server) ingestFieldSafe(ctx context.Context, scene *imagery.Scene, sceneBands []string, f Field) (usable, unusable int, outside bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.ErrorContext(ctx, "panic ingesting field", "field", f.Name, "owner", f.Owner,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			usable, unusable, outside, err = 0, 0, false, fmt.Errorf("internal error: %v", v)
+		}
+	}()
+	return s.ingestField(ctx, scene, sceneBands, f)
 }
 
 // lonLatFootprint is the lon/lat box of a scene grid: its edges, sampled
@@ -190,11 +271,20 @@ func (s *Server) ingestField(ctx context.Context, scene *imagery.Scene, sceneBan
 		}
 		stored = append(stored, sp)
 	}
-	// Files first, then the rows: a row never points at a missing file.
-	if err := s.writeBundle(f.ID, date, keep); err != nil {
+	// The bundle is written beside its final name, then installed in the
+	// rows' transaction: a row never points at a missing file, and a field
+	// deleted or reshaped meanwhile gets neither.
+	tmp, err := s.writeBundle(f.ID, date, keep)
+	if tmp != "" {
+		defer os.Remove(tmp) // when not installed
+	}
+	if err != nil {
 		return 0, 0, false, err
 	}
-	if err := s.recordProducts(ctx, f, stored); err != nil {
+	if err := s.recordProducts(ctx, f, date, tmp, stored); err != nil {
+		if errors.Is(err, errFieldChanged) {
+			s.store.RemoveFieldFilesIfGone(context.WithoutCancel(ctx), f.ID)
+		}
 		return 0, 0, false, err
 	}
 	return usable, unusable, false, nil
@@ -216,19 +306,38 @@ func hasBands(have, need []string) bool {
 	return true
 }
 
-// recordProducts upserts a field's products of one scene and emits the
-// "products stored" event in the same transaction.
-func (s *Server) recordProducts(ctx context.Context, f Field, stored []StoredProduct) error {
+// recordProducts upserts a field's products of one scene, installs their
+// bundle (the temporary file bundle, or removes the date's bundle when bundle
+// is "") and emits the "products stored" event, in one transaction; it
+// returns errFieldChanged, recording nothing, when the field is gone or its
+// outline is no longer the one ingested.
+func (s *Server) recordProducts(ctx context.Context, f Field, date, bundle string, stored []StoredProduct) error {
 	tx, err := s.store.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record products: %w", err)
 	}
 	defer tx.Rollback()
+	var version int64
+	err = tx.QueryRowContext(ctx, `SELECT geom_version FROM fields WHERE id = ?`, f.ID).Scan(&version)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && version != f.Version) {
+		return errFieldChanged
+	}
+	if err != nil {
+		return fmt.Errorf("record products: %w", err)
+	}
 	if err := upsertProductsTx(ctx, tx, stored); err != nil {
 		return err
 	}
 	if err := s.productsStored(ctx, tx, f.Owner, f, stored); err != nil {
 		return fmt.Errorf("products stored event: %w", err)
+	}
+	path := s.store.BundlePath(f.ID, date)
+	if bundle != "" {
+		if err := os.Rename(bundle, path); err != nil {
+			return fmt.Errorf("install products: %w", err)
+		}
+	} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale products: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record products: %w", err)
@@ -238,17 +347,15 @@ func (s *Server) recordProducts(ctx context.Context, f Field, stored []StoredPro
 
 // writeBundle writes the PNG and the §2.5 JSON (mean_variation null: it is
 // set at download time from the stored means) of a field's usable products
-// of one date into its bundle, atomically; with none it removes the bundle.
-func (s *Server) writeBundle(fieldID int64, date string, products []imagery.Product) error {
+// of one date into a synced temporary file beside the date's bundle and
+// returns its path ("" with no usable product); recordProducts installs it.
+func (s *Server) writeBundle(fieldID int64, date string, products []imagery.Product) (string, error) {
 	path := s.store.BundlePath(fieldID, date)
 	if len(products) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove stale products: %w", err)
-		}
-		return nil
+		return "", nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("product directory: %w", err)
+		return "", fmt.Errorf("product directory: %w", err)
 	}
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -257,19 +364,19 @@ func (s *Server) writeBundle(fieldID int64, date string, products []imagery.Prod
 	for _, p := range products {
 		cm, err := s.colormapFor(p.Index)
 		if err != nil {
-			return err
+			return "", err
 		}
 		img.Reset()
 		if err := s.png.Encode(&img, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
-			return fmt.Errorf("render %s png: %w", p.Index, err)
+			return "", fmt.Errorf("render %s png: %w", p.Index, err)
 		}
 		report, err := imagery.NewReport(p, nil)
 		if err != nil {
-			return fmt.Errorf("%s report: %w", p.Index, err)
+			return "", fmt.Errorf("%s report: %w", p.Index, err)
 		}
 		doc, err := json.Marshal(report)
 		if err != nil {
-			return fmt.Errorf("%s report: %w", p.Index, err)
+			return "", fmt.Errorf("%s report: %w", p.Index, err)
 		}
 		for _, m := range []struct {
 			name   string
@@ -278,17 +385,17 @@ func (s *Server) writeBundle(fieldID int64, date string, products []imagery.Prod
 		}{{p.Index + ".png", img.Bytes(), zip.Store}, {p.Index + ".json", doc, zip.Deflate}} {
 			w, err := zw.CreateHeader(&zip.FileHeader{Name: m.name, Method: m.method, Modified: mod})
 			if err != nil {
-				return fmt.Errorf("bundle %s: %w", m.name, err)
+				return "", fmt.Errorf("bundle %s: %w", m.name, err)
 			}
 			if _, err := w.Write(m.data); err != nil {
-				return fmt.Errorf("bundle %s: %w", m.name, err)
+				return "", fmt.Errorf("bundle %s: %w", m.name, err)
 			}
 		}
 	}
 	if err := zw.Close(); err != nil {
-		return fmt.Errorf("bundle: %w", err)
+		return "", fmt.Errorf("bundle: %w", err)
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return writeTemp(path, buf.Bytes())
 }
 
 // colormapFor is the spec colormap of an index, or the default ramp over
@@ -307,30 +414,40 @@ func (s *Server) colormapFor(index string) (colormap.Colormap, error) {
 // writeFileAtomic writes data to a temporary file beside path, syncs it and
 // renames it over path: readers see the old file or the new one, never half.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := writeTemp(path, data)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp writes data to a synced temporary file beside path (a dot file,
+// ignored by listings) and returns its name.
+func writeTemp(path string, data []byte) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return tmp, nil
 }
 
 // bandPart matches the band files of an uploaded scene.
@@ -385,7 +502,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 		}
 		src, date = req.Source, req.Date
 	}
-	var opts IngestOptions
+	opts := IngestOptions{Untrusted: true}
 	if date != "" {
 		t, err := time.Parse(DateLayout, date)
 		if err != nil {
@@ -398,6 +515,12 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 		var apiErr *Error
 		if errors.As(err, &apiErr) {
 			return err
+		}
+		if ctxErr := r.Context().Err(); ctxErr == nil && res.Failed > 0 && len(res.Failures) == res.Failed {
+			// Some fields failed, the others are stored: report each
+			// (the details are in the log and in failures).
+			s.log.ErrorContext(r.Context(), "ingest: some fields failed", "scene", res.Scene, "failed", res.Failed, "err", err)
+			return writeJSON(w, http.StatusOK, res)
 		}
 		return fmt.Errorf("ingest %s: %w", src, err)
 	}

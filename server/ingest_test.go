@@ -163,7 +163,7 @@ func TestRasterOpensInGDAL(t *testing.T) {
 func TestIngestSTACItemPathAndURL(t *testing.T) {
 	sceneDir := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
 	fields := flandersFields(t)
-	env := servertest.New(t, server.Config{})
+	env := servertest.New(t, server.Config{IngestAllowPrivate: true}) // the item is served on loopback
 	tok := env.AddUser(t, "u", nil)
 	r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{"field_name": "a", "indices": "ndvi,evi",
 		"geometry": map[string]any{"type": "MultiPolygon", "coordinates": fields["UES-03"].Geometry}})

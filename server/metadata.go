@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/cropkit/cropkit/metadata"
 )
@@ -17,6 +18,33 @@ type metadataResponse struct {
 	Seasons   int    `json:"seasons"`
 }
 
+// typedMetadataValue converts the string form of a typed §2.2 key (what a
+// query string or a form carries: is_tilled=true, yield_amount=9) to its JSON
+// type; anything else, and strings that do not convert, stay as they are
+// (metadata.Decode then names the key at fault).
+func typedMetadataValue(key string, v json.RawMessage) json.RawMessage {
+	var text string
+	if json.Unmarshal(v, &text) != nil {
+		return v
+	}
+	text = strings.TrimSpace(text)
+	switch key {
+	case "is_cover_crop", "is_tilled":
+		switch strings.ToLower(text) {
+		case "true":
+			return json.RawMessage("true")
+		case "false":
+			return json.RawMessage("false")
+		}
+	case "yield_amount":
+		var n json.Number
+		if text != "" && json.Unmarshal([]byte(text), &n) == nil {
+			return json.RawMessage(n.String())
+		}
+	}
+	return v
+}
+
 // handleMetadataRegister stores one season of field metadata (§4.2): the
 // record's members come from the JSON body (and the query string, as
 // strings); the season semantics are metadata.Seasons.Upsert.
@@ -24,7 +52,7 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	obj := make(map[string]json.RawMessage, len(c.params))
 	for k, v := range c.params {
 		if k != "token" {
-			obj[k] = v
+			obj[k] = typedMetadataValue(k, v)
 		}
 	}
 	body, err := json.Marshal(obj)

@@ -22,6 +22,8 @@ type params map[string]json.RawMessage
 
 // readParams reads the query and body of r. An empty body is fine; a body
 // that is not a JSON object or a form is a 400; a body over the limit a 413.
+// With an error the query parameters are still returned, so the caller can
+// authenticate (a token in the query) before answering the error.
 func readParams(r *http.Request) (params, error) {
 	p := params{}
 	for k, v := range r.URL.Query() {
@@ -37,7 +39,7 @@ func readParams(r *http.Request) (params, error) {
 	switch mt {
 	case "application/x-www-form-urlencoded":
 		if err := r.ParseForm(); err != nil {
-			return nil, bodyError("read form", err)
+			return p, bodyError("read form", err)
 		}
 		for k, v := range r.PostForm {
 			if len(v) > 0 {
@@ -47,7 +49,7 @@ func readParams(r *http.Request) (params, error) {
 		return p, nil
 	case "multipart/form-data":
 		if err := r.ParseMultipartForm(8 << 20); err != nil {
-			return nil, bodyError("read multipart form", err)
+			return p, bodyError("read multipart form", err)
 		}
 		for k, v := range r.MultipartForm.Value {
 			if len(v) > 0 {
@@ -58,19 +60,19 @@ func readParams(r *http.Request) (params, error) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return nil, bodyError("read body", err)
+		return p, bodyError("read body", err)
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return p, nil
 	}
 	if mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "text/plain" {
-		return nil, &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia,
+		return p, &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia,
 			Message: fmt.Sprintf("content type %q not supported: send JSON, a urlencoded or a multipart form", mt)}
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
-		return nil, badRequest("request body is not a JSON object")
+		return p, badRequest("request body is not a JSON object")
 	}
 	for k, v := range obj {
 		p[k] = v

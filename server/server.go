@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -34,6 +35,53 @@ type Config struct {
 	Logger *slog.Logger
 	// Webhooks configures notification delivery (webhooks.go; Server.RunWebhooks delivers).
 	Webhooks WebhookOptions
+	// Limits caps what one account may register; zero fields take the
+	// defaults of DefaultLimits.
+	Limits Limits
+	// HeavyRequests bounds the CPU- and memory-heavy operations (zones,
+	// conversions, uploads, scene uploads) running at once; 0 means 2.
+	// Beyond, a request waits up to HeavyWait, then gets 503 with Retry-After.
+	HeavyRequests int
+	// HeavyWait is how long a heavy request queues for a slot; 0 means 5s.
+	HeavyWait time.Duration
+	// IngestAllowPrivate lets /scenes/ingest fetch scenes from loopback,
+	// private, link-local and metadata addresses (see IngestOptions.Untrusted).
+	IngestAllowPrivate bool
+}
+
+// Limits are the per-account and per-field caps (400 beyond, with the reason).
+type Limits struct {
+	// FieldsPerUser is the number of fields one account may register.
+	FieldsPerUser int
+	// FieldExtentHa bounds the area of a field's lon/lat bounding box, in
+	// hectares: ingestion reads the whole box.
+	FieldExtentHa float64
+	// FieldParts bounds the polygons of a field's MultiPolygon.
+	FieldParts int
+	// WebhooksPerUser is the number of webhook URLs one account may register.
+	WebhooksPerUser int
+}
+
+// DefaultLimits are the limits used for zero Limits fields.
+func DefaultLimits() Limits {
+	return Limits{FieldsPerUser: 10000, FieldExtentHa: 100000, FieldParts: 100, WebhooksPerUser: 20}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.FieldsPerUser <= 0 {
+		l.FieldsPerUser = d.FieldsPerUser
+	}
+	if l.FieldExtentHa <= 0 {
+		l.FieldExtentHa = d.FieldExtentHa
+	}
+	if l.FieldParts <= 0 {
+		l.FieldParts = d.FieldParts
+	}
+	if l.WebhooksPerUser <= 0 {
+		l.WebhooksPerUser = d.WebhooksPerUser
+	}
+	return l
 }
 
 // DefaultMinClear is the clear fraction from which a field's image is usable.
@@ -52,6 +100,11 @@ type Server struct {
 	handler   http.Handler
 	png       *colormap.Encoder
 	hooks     *webhooks
+	limits    Limits
+	// ingestAllowPrivate: see Config.IngestAllowPrivate.
+	ingestAllowPrivate bool
+	heavy              chan struct{} // slots of the heavy operations
+	heavyWait          time.Duration
 }
 
 // New returns a server over cfg.Store.
@@ -69,6 +122,17 @@ func New(cfg Config) (*Server, error) {
 		log:       cfg.Logger,
 		mux:       http.NewServeMux(),
 		png:       colormap.NewEncoder(),
+		limits:    cfg.Limits.withDefaults(),
+		heavyWait: cfg.HeavyWait,
+
+		ingestAllowPrivate: cfg.IngestAllowPrivate,
+	}
+	if cfg.HeavyRequests <= 0 {
+		cfg.HeavyRequests = 2
+	}
+	s.heavy = make(chan struct{}, cfg.HeavyRequests)
+	if s.heavyWait <= 0 {
+		s.heavyWait = 5 * time.Second
 	}
 	if s.cat == nil {
 		s.cat = imagery.NewCatalogue()
@@ -123,7 +187,9 @@ type route struct {
 	// the token then comes from the header or query only.
 	raw     bool
 	maxBody int64 // 0: Config.MaxBodyBytes
-	handle  func(w http.ResponseWriter, r *http.Request, c *call) error
+	// heavy takes one of Config.HeavyRequests slots (after authentication).
+	heavy  bool
+	handle func(w http.ResponseWriter, r *http.Request, c *call) error
 }
 
 // call is what a handler gets besides the request: the authenticated user and the parameters.
@@ -157,7 +223,7 @@ func (s *Server) routes() {
 		{methods: readable, paths: []string{"/fields/value"}, access: user, handle: s.handleValue},
 		{methods: readable, paths: []string{"/rasters/get"}, access: user, handle: s.handleRaster},
 		{methods: readable, paths: []string{"/indices/list"}, access: user, handle: s.handleIndices},
-		{methods: postOnly, paths: []string{"/scenes/ingest"}, access: admin, raw: true, maxBody: -1, handle: s.handleIngest},
+		{methods: postOnly, paths: []string{"/scenes/ingest"}, access: admin, raw: true, maxBody: -1, heavy: true, handle: s.handleIngest},
 	}
 	all = append(all, s.zoneRoutes()...)    // §4.1, §4.3, /files/upload, /convert/… (zones.go)
 	all = append(all, s.webhookRoutes()...) // §4.5, /notifications/… (webhooks.go)
@@ -173,6 +239,14 @@ func (s *Server) routes() {
 
 // dispatch routes a request; unknown paths and wrong methods get the JSON error shape.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+		// An unclean path (//x, /a/../b, /a/./b, a trailing slash): the mux
+		// would redirect, echoing the query (and a token in it) in
+		// Location. Operations have exactly one spelling: answer 404,
+		// echoing nothing of the request.
+		writeError(w, notFound("no operation at this path: use the canonical path, without //, . or .. segments or a trailing /"))
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // (sets the path values Handler does not)
@@ -188,8 +262,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
 			Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow"))})
 	case rec.status >= 300 && rec.status < 400:
-		w.Header().Set("Location", rec.header.Get("Location"))
-		writeError(w, &Error{Status: rec.status, Code: CodeNotFound, Message: "moved to " + rec.header.Get("Location")})
+		// Another redirect of the mux (none expected after the check above).
+		writeError(w, notFound("no operation at this path"))
 	default:
 		writeError(w, notFound("no operation %s %s", r.Method, r.URL.Path))
 	}
@@ -259,10 +333,40 @@ func (s *Server) operation(rt route) http.Handler {
 			s.fail(w, r, perr)
 			return
 		}
+		if rt.heavy {
+			release, err := s.acquireHeavy(r)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			defer release()
+		}
 		if err := rt.handle(w, r, c); err != nil {
 			s.fail(w, r, err)
 		}
 	})
+}
+
+// acquireHeavy takes a heavy-operation slot, waiting up to Config.HeavyWait:
+// a few zone computations or conversions can use gigabytes, so they queue
+// instead of all running at once; past the wait the client is told to retry.
+func (s *Server) acquireHeavy(r *http.Request) (release func(), err error) {
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy }, nil
+	default:
+	}
+	t := time.NewTimer(s.heavyWait)
+	defer t.Stop()
+	select {
+	case s.heavy <- struct{}{}:
+		return func() { <-s.heavy }, nil
+	case <-t.C:
+		return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "too many heavy requests running; retry shortly", RetryAfter: 2}
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
 }
 
 // fail answers err in the JSON error shape, logging internal errors.

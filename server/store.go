@@ -19,7 +19,8 @@ import (
 
 	"github.com/paulmach/orb"
 	"golang.org/x/crypto/bcrypt"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver "sqlite"
+	"modernc.org/sqlite" // the pure-Go SQLite driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cropkit/cropkit/geo"
 )
@@ -40,7 +41,12 @@ var (
 // algorithm; the server and the admin commands share it (SQLite WAL lets the
 // commands write while a server runs).
 type Store struct {
+	// db is the writer pool: one connection, so this process's write
+	// transactions queue in Go instead of contending for SQLite's lock
+	// (busy_timeout then only arbitrates between processes, e.g. an admin
+	// command beside a server). rdb serves reads concurrently (WAL).
 	db  *sql.DB
+	rdb *sql.DB
 	dir string
 
 	mu    sync.Mutex
@@ -65,13 +71,30 @@ func OpenStore(ctx context.Context, dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	db.SetMaxOpenConns(8)
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxIdleTime(0)
 	s := &Store{db: db, dir: dir, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	rdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	rdb.SetMaxOpenConns(8)
+	s.rdb = rdb
 	return s, nil
+}
+
+// IsBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY,
+// also its extended codes): another process held the write lock longer than
+// the busy timeout. Callers may retry later.
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // Close closes the database.
@@ -82,7 +105,7 @@ func (s *Store) Close() error {
 	}
 	s.stmts = map[string]*sql.Stmt{}
 	s.mu.Unlock()
-	return s.db.Close()
+	return errors.Join(s.rdb.Close(), s.db.Close())
 }
 
 // stmt returns the prepared statement of query, preparing it once: parsing
@@ -93,7 +116,7 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := s.db.PrepareContext(ctx, query)
+	st, err := s.rdb.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +133,9 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) (*sql.R
 	return st.QueryRowContext(ctx, args...), nil
 }
 
-// DB is the underlying database, for packages that own tables of their own
-// (the webhook outbox).
+// DB is the underlying database (the single-connection writer pool), for
+// packages that own tables of their own (the webhook outbox). Never hold one
+// of its transactions while waiting on another use of it.
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Dir is the data directory.
@@ -166,10 +190,47 @@ var migrations = []string{
 		ingested_at  TEXT NOT NULL,
 		PRIMARY KEY (field_id, idx, date)
 	);`,
+	// Version 2: field ids are never reused (AUTOINCREMENT), because product
+	// and upload files live under DIR/products/<field-id> and a late writer
+	// (an ingestion or upload racing a delete) must not hand them to a new
+	// field; geom_version counts outline changes so an ingestion that read
+	// an older outline does not record products for the new one. SQLite
+	// cannot alter a primary key: the table is rebuilt (foreign keys are
+	// off during migrations, see migrate).
+	`CREATE TABLE fields_v2 (
+		id           INTEGER PRIMARY KEY AUTOINCREMENT,
+		user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+		name         TEXT NOT NULL,
+		grp          TEXT NOT NULL DEFAULT '',
+		labels       TEXT NOT NULL DEFAULT '{}',
+		indices      TEXT NOT NULL,
+		geometry     TEXT NOT NULL,
+		min_lon REAL NOT NULL, min_lat REAL NOT NULL, max_lon REAL NOT NULL, max_lat REAL NOT NULL,
+		created_at   TEXT NOT NULL,
+		updated_at   TEXT NOT NULL,
+		geom_version INTEGER NOT NULL DEFAULT 0,
+		UNIQUE (user_id, name)
+	);
+	INSERT INTO fields_v2 (id, user_id, name, grp, labels, indices, geometry, min_lon, min_lat, max_lon, max_lat, created_at, updated_at)
+		SELECT id, user_id, name, grp, labels, indices, geometry, min_lon, min_lat, max_lon, max_lat, created_at, updated_at FROM fields;
+	DROP TABLE fields;
+	ALTER TABLE fields_v2 RENAME TO fields;`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	// Table rebuilds need foreign keys off (dropping the old table would
+	// cascade), which SQLite only allows outside a transaction: pin one
+	// connection, switch them off, migrate, check, switch them back on.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`)
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -184,6 +245,15 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	if version < len(migrations) {
+		rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+		if err != nil {
+			return fmt.Errorf("migrate: foreign key check: %w", err)
+		}
+		broken := rows.Next()
+		rows.Close()
+		if broken {
+			return errors.New("migrate: foreign key check failed")
+		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
 			return fmt.Errorf("migrate: write version: %w", err)
 		}
@@ -304,7 +374,7 @@ func scanUser(row interface{ Scan(...any) error }) (User, error) {
 
 // UserByName returns the account called name, or ErrNotFound.
 func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
-	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name = ?`, name))
+	u, err := scanUser(s.rdb.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("user %q: %w", name, ErrNotFound)
 	}
@@ -317,7 +387,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (User, error) {
 // CountUsers is the number of accounts.
 func (s *Store) CountUsers(ctx context.Context) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM users`).Scan(&n); err != nil {
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM users`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count users: %w", err)
 	}
 	return n, nil
@@ -330,7 +400,7 @@ func (s *Store) CheckPassword(ctx context.Context, name, password string) (User,
 	var u User
 	var admin int
 	var indices string
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, is_admin, indices, password_hash FROM users WHERE name = ?`, name).
+	err := s.rdb.QueryRowContext(ctx, `SELECT id, name, is_admin, indices, password_hash FROM users WHERE name = ?`, name).
 		Scan(&u.ID, &u.Name, &admin, &indices, &hash)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && hash == "") {
 		// Spend the same time as a real check so user names cannot be probed by timing.
@@ -442,6 +512,9 @@ type Field struct {
 	Bound    orb.Bound        // of Geometry
 	Created  time.Time
 	Updated  time.Time
+	// Version counts the outline's changes; ingestion records products only
+	// for the version it read.
+	Version int64
 }
 
 // geometryJSON is a GeoJSON MultiPolygon.
@@ -464,6 +537,16 @@ func encodeGeometry(mp orb.MultiPolygon) (string, error) {
 
 // InsertField stores a new field of f.OwnerID; ErrExists when the owner already has a field of that name.
 func (s *Store) InsertField(ctx context.Context, f Field) (Field, error) {
+	return s.InsertFieldQuota(ctx, f, 0)
+}
+
+// ErrQuota is returned when an account already has as many fields (or
+// webhook registrations) as it may.
+var ErrQuota = errors.New("quota reached")
+
+// InsertFieldQuota is InsertField refusing, with ErrQuota, a field beyond
+// maxPerUser fields of the owner (0: no limit).
+func (s *Store) InsertFieldQuota(ctx context.Context, f Field, maxPerUser int) (Field, error) {
 	geom, err := encodeGeometry(f.Geometry)
 	if err != nil {
 		return Field{}, err
@@ -474,7 +557,21 @@ func (s *Store) InsertField(ctx context.Context, f Field) (Field, error) {
 	}
 	b := f.Geometry.Bound()
 	ts := now()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO fields
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Field{}, fmt.Errorf("insert field %q: %w", f.Name, err)
+	}
+	defer tx.Rollback()
+	if maxPerUser > 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM fields WHERE user_id = ?`, f.OwnerID).Scan(&n); err != nil {
+			return Field{}, fmt.Errorf("insert field %q: %w", f.Name, err)
+		}
+		if n >= maxPerUser {
+			return Field{}, fmt.Errorf("field %q: %d fields: %w", f.Name, n, ErrQuota)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO fields
 		(user_id, name, grp, labels, indices, geometry, min_lon, min_lat, max_lon, max_lat, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, name) DO NOTHING`,
 		f.OwnerID, f.Name, f.Group, string(labels), joinList(f.Indices), geom, b.Min[0], b.Min[1], b.Max[0], b.Max[1], ts, ts)
@@ -486,6 +583,9 @@ func (s *Store) InsertField(ctx context.Context, f Field) (Field, error) {
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
+		return Field{}, fmt.Errorf("insert field %q: %w", f.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return Field{}, fmt.Errorf("insert field %q: %w", f.Name, err)
 	}
 	return s.fieldByID(ctx, id)
@@ -517,8 +617,8 @@ func (s *Store) UpdateField(ctx context.Context, f Field, dropProducts bool) (Fi
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE fields SET grp = ?, labels = ?, indices = ?, geometry = ?,
-		min_lon = ?, min_lat = ?, max_lon = ?, max_lat = ?, updated_at = ? WHERE id = ?`,
-		f.Group, string(labels), joinList(f.Indices), geom, b.Min[0], b.Min[1], b.Max[0], b.Max[1], now(), f.ID)
+		min_lon = ?, min_lat = ?, max_lon = ?, max_lat = ?, updated_at = ?, geom_version = geom_version + ? WHERE id = ?`,
+		f.Group, string(labels), joinList(f.Indices), geom, b.Min[0], b.Min[1], b.Max[0], b.Max[1], now(), dropInt(dropProducts), f.ID)
 	if err != nil {
 		return Field{}, fmt.Errorf("update field %q: %w", f.Name, err)
 	}
@@ -529,16 +629,47 @@ func (s *Store) UpdateField(ctx context.Context, f Field, dropProducts bool) (Fi
 		if _, err := tx.ExecContext(ctx, `DELETE FROM products WHERE field_id = ?`, f.ID); err != nil {
 			return Field{}, fmt.Errorf("update field %q: drop products: %w", f.Name, err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return Field{}, fmt.Errorf("update field %q: %w", f.Name, err)
-	}
-	if dropProducts {
+		// Under the write lock: an ingestion of the new outline cannot have
+		// started writing yet (it reads the field after this commit).
 		if err := os.RemoveAll(s.fieldDir(f.ID)); err != nil {
 			return Field{}, fmt.Errorf("update field %q: drop product files: %w", f.Name, err)
 		}
 	}
+	if err := tx.Commit(); err != nil {
+		return Field{}, fmt.Errorf("update field %q: %w", f.Name, err)
+	}
 	return s.fieldByID(ctx, f.ID)
+}
+
+func dropInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FieldExists reports whether the field of id fieldID is still registered
+// (read on the writer, so it sees every commit of this process).
+func (s *Store) FieldExists(ctx context.Context, fieldID int64) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM fields WHERE id = ?`, fieldID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("field %d: %w", fieldID, err)
+	}
+	return true, nil
+}
+
+// RemoveFieldFilesIfGone removes the file directory of a deleted field: a
+// writer that raced the delete (an ingestion, an upload) may have recreated it.
+func (s *Store) RemoveFieldFilesIfGone(ctx context.Context, fieldID int64) error {
+	ok, err := s.FieldExists(ctx, fieldID)
+	if err != nil || ok {
+		return err
+	}
+	return os.RemoveAll(s.fieldDir(fieldID))
 }
 
 // DeleteField removes a field, its seasons and product rows (cascade), then its product files.
@@ -550,13 +681,15 @@ func (s *Store) DeleteField(ctx context.Context, f Field) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("field %q: %w", f.Name, ErrNotFound)
 	}
+	// A writer racing this delete (an ingestion, an upload) removes what it
+	// wrote when it finds the field gone; ids are never reused.
 	if err := os.RemoveAll(s.fieldDir(f.ID)); err != nil {
 		return fmt.Errorf("delete files of field %q: %w", f.Name, err)
 	}
 	return nil
 }
 
-const fieldColumns = `f.id, f.user_id, u.name, f.name, f.grp, f.labels, f.indices, f.geometry, f.created_at, f.updated_at`
+const fieldColumns = `f.id, f.user_id, u.name, f.name, f.grp, f.labels, f.indices, f.geometry, f.created_at, f.updated_at, f.geom_version`
 
 func scanField(row interface{ Scan(...any) error }) (Field, error) {
 	var (
@@ -564,7 +697,7 @@ func scanField(row interface{ Scan(...any) error }) (Field, error) {
 		labels, indices, geom    string
 		createdText, updatedText string
 	)
-	if err := row.Scan(&f.ID, &f.OwnerID, &f.Owner, &f.Name, &f.Group, &labels, &indices, &geom, &createdText, &updatedText); err != nil {
+	if err := row.Scan(&f.ID, &f.OwnerID, &f.Owner, &f.Name, &f.Group, &labels, &indices, &geom, &createdText, &updatedText, &f.Version); err != nil {
 		return Field{}, err
 	}
 	if err := json.Unmarshal([]byte(labels), &f.Labels); err != nil {
@@ -583,7 +716,7 @@ func scanField(row interface{ Scan(...any) error }) (Field, error) {
 }
 
 func (s *Store) fieldByID(ctx context.Context, id int64) (Field, error) {
-	f, err := scanField(s.db.QueryRowContext(ctx,
+	f, err := scanField(s.rdb.QueryRowContext(ctx,
 		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Field{}, fmt.Errorf("field %d: %w", id, ErrNotFound)
@@ -644,7 +777,7 @@ func (s *Store) Fields(ctx context.Context, userID int64) ([]Field, error) {
 		args = append(args, userID)
 	}
 	q += ` ORDER BY u.name, f.name`
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list fields: %w", err)
 	}
@@ -666,7 +799,7 @@ func (s *Store) Fields(ctx context.Context, userID int64) ([]Field, error) {
 // FieldsIntersecting lists every user's fields whose lon/lat bounding box
 // intersects b (the first, cheap filter of ingestion).
 func (s *Store) FieldsIntersecting(ctx context.Context, b orb.Bound) ([]Field, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id
 		WHERE f.max_lon >= ? AND f.min_lon <= ? AND f.max_lat >= ? AND f.min_lat <= ? ORDER BY f.id`,
 		b.Min[0], b.Max[0], b.Min[1], b.Max[1])
 	if err != nil {
@@ -695,7 +828,7 @@ type Season struct {
 
 // Seasons returns the stored metadata records of a field, by start date.
 func (s *Store) Seasons(ctx context.Context, fieldID int64) ([]Season, error) {
-	return seasonsTx(ctx, s.db, fieldID)
+	return seasonsTx(ctx, s.rdb, fieldID)
 }
 
 type querier interface {

@@ -184,7 +184,10 @@ func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c
 	if err := webhook.ValidateURL(raw, s.hooks.allowPrivate); err != nil {
 		return badRequest("url: %v", err)
 	}
-	reg, err := s.hooks.store.Register(r.Context(), c.user.Name, raw)
+	reg, err := s.hooks.store.RegisterLimit(r.Context(), c.user.Name, raw, s.limits.WebhooksPerUser)
+	if errors.Is(err, sqlstore.ErrLimit) {
+		return badRequest("webhook limit reached: at most %d URLs per account (delete one first)", s.limits.WebhooksPerUser)
+	}
 	if err != nil {
 		return err
 	}

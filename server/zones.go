@@ -29,6 +29,14 @@ import (
 // shapefiles (the shapefile reader bounds each file at 64 MiB).
 const maxZoneBody = 128 << 20
 
+// maxPartBytes bounds one multipart file read into memory (the shapefile
+// reader's own bound per file).
+const maxPartBytes = 64 << 20
+
+// maxConvertBody bounds /convert/geojson-to-shapefile: GeoJSON decodes to
+// several times its size in memory (a 120 MiB body used ~900 MB).
+const maxConvertBody = 16 << 20
+
 // zoneSeed is the k-means seed of every zone request: the same request on
 // the same data gives the same zones.
 const zoneSeed = 1
@@ -37,11 +45,11 @@ const zoneSeed = 1
 // the GeoJSON → shapefile conversion (§4.6).
 func (s *Server) zoneRoutes() []route {
 	return []route{
-		{methods: postOnly, paths: []string{"/v1/variable-rate-zones"}, access: user, maxBody: maxZoneBody, handle: s.handleVariableRateZones},
-		{methods: readable, paths: []string{"/prescription_maps/get_zones"}, access: user, handle: s.handlePrescriptionZones},
-		{methods: postOnly, paths: []string{"/files/upload"}, access: user, maxBody: maxZoneBody, handle: s.handleFilesUpload},
+		{methods: postOnly, paths: []string{"/v1/variable-rate-zones"}, access: user, maxBody: maxZoneBody, heavy: true, handle: s.handleVariableRateZones},
+		{methods: readable, paths: []string{"/prescription_maps/get_zones"}, access: user, heavy: true, handle: s.handlePrescriptionZones},
+		{methods: postOnly, paths: []string{"/files/upload"}, access: user, maxBody: maxZoneBody, heavy: true, handle: s.handleFilesUpload},
 		{methods: readable, paths: []string{"/files/uploads"}, access: user, handle: s.handleFilesUploads},
-		{methods: postOnly, paths: []string{"/convert/geojson-to-shapefile"}, access: user, raw: true, maxBody: maxZoneBody, handle: s.handleConvertGeoJSON},
+		{methods: postOnly, paths: []string{"/convert/geojson-to-shapefile"}, access: user, raw: true, maxBody: maxConvertBody, heavy: true, handle: s.handleConvertGeoJSON},
 	}
 }
 
@@ -280,6 +288,10 @@ func partFileName(fh *multipart.FileHeader) (string, error) {
 }
 
 func readPart(fh *multipart.FileHeader) ([]byte, error) {
+	if fh.Size > maxPartBytes {
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("files part %q is larger than %d bytes", fh.Filename, maxPartBytes)}
+	}
 	f, err := fh.Open()
 	if err != nil {
 		return nil, bodyError("read files part "+fh.Filename, err)
@@ -642,6 +654,16 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 			return err
 		}
 	}
+	// A delete racing the upload removed the field's directory before the
+	// files were written: remove them again and answer as for a missing field.
+	if ok, err := s.store.FieldExists(r.Context(), f.ID); err != nil {
+		return err
+	} else if !ok {
+		if err := s.store.RemoveFieldFilesIfGone(r.Context(), f.ID); err != nil {
+			return err
+		}
+		return fieldNotFound(f.Name)
+	}
 	return writeJSON(w, http.StatusCreated, out)
 }
 
@@ -677,6 +699,7 @@ func (s *Server) handleConvertGeoJSON(w http.ResponseWriter, r *http.Request, c 
 		if err := r.ParseMultipartForm(8 << 20); err != nil {
 			return bodyError("read multipart form", err)
 		}
+		defer r.MultipartForm.RemoveAll()
 		fhs := r.MultipartForm.File["file"]
 		if len(fhs) != 1 {
 			return badRequest("send the GeoJSON as one multipart part named file (got %d)", len(fhs))

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cropkit/cropkit/geo"
@@ -22,6 +23,7 @@ import (
 //
 //	cropkit serve [--addr 127.0.0.1:8080] [--data ./cropkit-data] [--demo] [--min-clear 0.6]
 //	              [--webhook-retry-base 5s] [--webhook-timeout 15s] [--webhook-allow-private] [--webhook-concurrency 8]
+//	              [--ingest-allow-private] [--shutdown-grace 15s]
 //
 // The first start creates the account "admin" and prints its token once.
 // --demo registers the bundled sample's fields for admin, ingests its scenes
@@ -40,11 +42,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
 	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
+	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let /scenes/ingest fetch scene URLs from loopback, private, link-local and metadata addresses")
+	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGTERM, how long requests in flight may finish before they are cancelled")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *grace <= 0 {
+		return errors.New("--shutdown-grace must be positive")
 	}
 	if hooks.RetryBase <= 0 || hooks.Timeout <= 0 || hooks.Concurrency <= 0 {
 		return errors.New("--webhook-retry-base, --webhook-timeout and --webhook-concurrency must be positive")
@@ -62,7 +69,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if created {
 		fmt.Fprintf(stdout, "created account admin; its token (shown only once, keep it):\nADMIN TOKEN: %s\n", adminToken)
 	}
-	srv, err := server.New(server.Config{Store: store, MinClear: *minClear, MaxBodyBytes: *maxBody, Logger: logger, Webhooks: hooks})
+	srv, err := server.New(server.Config{Store: store, MinClear: *minClear, MaxBodyBytes: *maxBody, Logger: logger, Webhooks: hooks,
+		IngestAllowPrivate: *ingestAllowPrivate})
 	if err != nil {
 		return err
 	}
@@ -84,12 +92,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	base := "http://" + ln.Addr().String()
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	hs, cancelRequests, inFlight := newHTTPServer(srv, logger)
+	defer cancelRequests()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	// Webhook deliveries (pending ones resume after a restart) stop after
@@ -109,11 +113,56 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(stderr, "shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	return shutdown(hs, serveErr, cancelRequests, inFlight, *grace, logger)
+}
+
+// newHTTPServer serves h. Requests run under a context cancelled by the
+// returned function (when the shutdown grace period is over); the WaitGroup
+// counts the handlers running, so shutdown can wait for every one (an
+// ingestion stops between fields) before the store is closed.
+func newHTTPServer(h http.Handler, logger *slog.Logger) (*http.Server, context.CancelFunc, *sync.WaitGroup) {
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	inFlight := &sync.WaitGroup{}
+	hs := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inFlight.Add(1)
+			defer inFlight.Done()
+			h.ServeHTTP(w, r)
+		}),
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return hs, cancelRequests, inFlight
+}
+
+// shutdown stops hs: no new connections, requests in flight get grace to
+// finish, then their contexts are cancelled and shutdown waits (up to
+// handlerWait) for the handlers to return, so the store outlives them. A
+// grace period running out is expected (a long ingestion): it is logged,
+// not an error.
+func shutdown(hs *http.Server, serveErr <-chan error, cancelRequests context.CancelFunc, inFlight *sync.WaitGroup, grace time.Duration, logger *slog.Logger) error {
+	const handlerWait = time.Minute
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil {
+	err := hs.Shutdown(shutCtx)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	if err != nil {
+		logger.Warn("shutdown grace period over: cancelling the requests in flight", "grace", grace)
+	}
+	cancelRequests()
+	handlersDone := make(chan struct{})
+	go func() { inFlight.Wait(); close(handlersDone) }()
+	select {
+	case <-handlersDone:
+	case <-time.After(handlerWait):
+		hs.Close()
+		return fmt.Errorf("shutdown: requests still running %v after they were cancelled", handlerWait)
+	}
+	hs.Close() // connections of cancelled requests
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

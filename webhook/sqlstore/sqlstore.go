@@ -152,6 +152,16 @@ type Registration struct {
 // and no Secret (shown once; delete and register again to get a new one),
 // and re-enables it if a 410 had disabled it.
 func (s *Store) Register(ctx context.Context, owner, rawURL string) (Registration, error) {
+	return s.RegisterLimit(ctx, owner, rawURL, 0)
+}
+
+// ErrLimit is returned by RegisterLimit when the owner already has the
+// maximum number of registrations.
+var ErrLimit = errors.New("webhook registration limit reached")
+
+// RegisterLimit is Register refusing, with ErrLimit, a new URL beyond max
+// registrations of owner (0: no limit). Registering a URL again always works.
+func (s *Store) RegisterLimit(ctx context.Context, owner, rawURL string, max int) (Registration, error) {
 	if owner == "" || rawURL == "" {
 		return Registration{}, fmt.Errorf("register webhook: empty owner or URL")
 	}
@@ -174,6 +184,15 @@ func (s *Store) Register(ctx context.Context, owner, rawURL string) (Registratio
 	n, err := res.RowsAffected()
 	if err != nil {
 		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+	}
+	if n == 1 && max > 0 {
+		var count int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM webhook_registrations WHERE owner = ?`, owner).Scan(&count); err != nil {
+			return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+		}
+		if count > max {
+			return Registration{}, fmt.Errorf("register webhook %s: %d registrations: %w", rawURL, max, ErrLimit)
+		}
 	}
 	if n == 0 {
 		if _, err := tx.ExecContext(ctx,
@@ -325,6 +344,9 @@ func (s *Store) Enqueue(ctx context.Context, owner string, payload webhook.Paylo
 	return n, nil
 }
 
+// claimWindow is how many due rows Claim ranks to pick limit deliveries.
+func claimWindow(limit int) int { return max(64*limit, 1024) }
+
 // Claim implements webhook.Store: it leases the oldest due pending delivery
 // of each active registration not in req.SkipRegistrations, up to
 // req.Limit, by moving their next attempt to req.LeaseUntil. NextDue leaves
@@ -359,14 +381,18 @@ func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.Cl
 
 	if req.Limit > 0 {
 		// One statement picks and leases, so two claimers never share a row.
+		// The ranking only looks at the claimWindow(limit) rows due first
+		// (webhook_deliveries_due gives them in order): this runs under the
+		// write lock, and a backlog of due rows must not be scanned whole.
 		args := append([]any{ms(req.LeaseUntil)}, skipArgs...)
-		args = append(args, ms(req.Now), req.Limit)
+		args = append(args, ms(req.Now), claimWindow(req.Limit), req.Limit)
 		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?
 			WHERE id IN (
 				SELECT id FROM (
-					SELECT d.id, d.next_attempt_at,
-						ROW_NUMBER() OVER (PARTITION BY d.registration_id ORDER BY d.id) AS rn
-					`+active+` AND d.next_attempt_at <= ?
+					SELECT id, next_attempt_at,
+						ROW_NUMBER() OVER (PARTITION BY registration_id ORDER BY id) AS rn
+					FROM (SELECT d.id, d.registration_id, d.next_attempt_at
+						`+active+` AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id LIMIT ?)
 				) WHERE rn = 1 ORDER BY next_attempt_at, id LIMIT ?)
 			RETURNING id`, args...)
 		if err != nil {

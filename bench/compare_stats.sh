@@ -17,7 +17,12 @@ REPS=${REPS:-1}
 D=$DATA/tile
 FIELDS=$D/fields_scattered.geojson
 PY=/usr/bin/python3
-OUT=$(mktemp -d /tmp/compare_stats.XXXXXX)
+# Both tools write their outputs under OUT, on tmpfs when there is one: on this VM's ext4, creating
+# files right after many were deleted costs the kernel far more than the work itself, which would
+# measure the disk's inode allocator rather than either tool.
+TMPROOT=/tmp
+[ -d /dev/shm ] && [ -w /dev/shm ] && TMPROOT=/dev/shm
+OUT=$(mktemp -d "$TMPROOT/compare_stats.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
 [ -f "$FIELDS" ] || { echo "missing $FIELDS: build the inputs with $PEERS/make_inputs.py" >&2; exit 2; }
@@ -29,7 +34,8 @@ fi
 # run NAME CMD...: one timed run, appends "wall_s rss_mb cpu_s" to $OUT/NAME.times
 run() {
   local name=$1; shift
-  rm -rf "$OUT/$name-out"
+  # Move the previous run's output aside rather than deleting it just before a timed run.
+  [ -e "$OUT/$name-out" ] && mv "$OUT/$name-out" "$OUT/old-$name-$RANDOM"
   /usr/bin/time -v "$@" >"$OUT/$name.stdout" 2>"$OUT/$name.stderr" || { cat "$OUT/$name.stderr" >&2; exit 1; }
   awk -F': ' '
     /Elapsed \(wall clock\)/ { n = split($2, p, ":"); w = 0; for (i = 1; i <= n; i++) w = w * 60 + p[i] }

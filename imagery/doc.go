@@ -11,7 +11,7 @@
 //	products, err := scene.FieldProducts(ctx, field, []string{"ndvi", "ndre"}, imagery.NewCatalogue())
 //	report, _ := imagery.NewReport(products[0], prevMean) // json.Marshal(report) is the §2.5 document
 //
-// Conventions (see README.md in this folder for the full text):
+// Conventions (the repository README has the full text):
 //
 //   - Reflectance = (DN + offset) / 10000, offset −1000 when the metadata says
 //     processing baseline ≥ 04.00 and no harmonization was applied, else 0

@@ -1,4 +1,4 @@
-// Package server is the cropkit HTTP API (see openapi.json and README.md):
+// Package server is the cropkit HTTP API (see openapi.json and the repository README):
 // accounts and tokens, fields, field metadata seasons, scene ingestion, and
 // downloads of per-field index images and statistics. It composes the
 // library (imagery, colormap, metadata, geo) and holds no algorithm of its own.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // PrescriptionType is the type parameter of §4.3.
@@ -132,28 +134,21 @@ func (p Prescription) Doses(zones []Zone) ([]float64, error) {
 		return nil, err
 	}
 	doses := make([]float64, len(zones))
-	var area, mean float64
+	// Area-weighted mean and population deviation of the zones' values.
+	var vals, areas []float64
 	for _, z := range zones {
-		if z.AreaHa <= 0 || math.IsNaN(z.RasterVal) {
-			continue
+		if z.AreaHa > 0 && !math.IsNaN(z.RasterVal) {
+			vals = append(vals, z.RasterVal)
+			areas = append(areas, z.AreaHa)
 		}
-		area += z.AreaHa
-		mean += z.AreaHa * z.RasterVal
 	}
-	if area == 0 {
+	if len(vals) == 0 {
 		for i := range doses {
 			doses[i] = p.BaseRate
 		}
 		return doses, nil
 	}
-	mean /= area
-	var ss float64
-	for _, z := range zones {
-		if z.AreaHa > 0 && !math.IsNaN(z.RasterVal) {
-			ss += z.AreaHa * (z.RasterVal - mean) * (z.RasterVal - mean)
-		}
-	}
-	std := math.Sqrt(ss / area)
+	mean, std := stat.PopMeanStdDev(vals, areas)
 	sign := -1.0
 	if p.Strategy == Proportional {
 		sign = 1

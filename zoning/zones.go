@@ -7,8 +7,10 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cropkit/cropkit/geo"
 	"github.com/paulmach/orb"
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/cropkit/cropkit/geo"
 )
 
 // MaxZones bounds the number of zones a request may ask for.
@@ -351,23 +353,19 @@ func boxSum(v []float64, cols, rows, radius int, tmp []float64) []float64 {
 func standardize(layers []Layer, idx []int) []float64 {
 	dim := len(layers)
 	out := make([]float64, len(idx)*dim)
+	vals := make([]float64, len(idx))
 	for d, l := range layers {
-		var mean float64
-		for _, i := range idx {
-			mean += l.Values[i]
+		for j, i := range idx {
+			vals[j] = l.Values[i]
 		}
-		mean /= float64(len(idx))
-		var ss float64
-		for _, i := range idx {
-			ss += (l.Values[i] - mean) * (l.Values[i] - mean)
-		}
-		std := math.Sqrt(ss / float64(len(idx)))
+		// gonum's two-pass (compensated) mean and population deviation.
+		mean, std := stat.PopMeanStdDev(vals, nil)
 		scale := 0.0
 		if std > 0 {
 			scale = math.Sqrt(l.Weight) / std
 		}
-		for j, i := range idx {
-			out[j*dim+d] = (l.Values[i] - mean) * scale
+		for j, v := range vals {
+			out[j*dim+d] = (v - mean) * scale
 		}
 	}
 	return out

@@ -56,6 +56,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if hooks.RetryBase <= 0 || hooks.Timeout <= 0 || hooks.Concurrency <= 0 {
 		return errors.New("--webhook-retry-base, --webhook-timeout and --webhook-concurrency must be positive")
 	}
+	// Listen first, so a taken address fails before anything is written.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	store, err := server.OpenStore(ctx, *dataDir)
 	if err != nil {
@@ -86,10 +92,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if demoField, err = setupDemo(ctx, srv, store, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
 	}
 	base := "http://" + ln.Addr().String()
 	hs, cancelRequests, inFlight := newHTTPServer(srv, logger)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,4 +54,19 @@ func TestShutdownIdle(t *testing.T) {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	require.NoError(t, shutdown(hs, serveErr, cancelRequests, inFlight, time.Second, slog.New(slog.DiscardHandler)))
+}
+
+func TestServeAddressInUseWritesNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err = runServe(context.Background(), []string{"--addr", ln.Addr().String(), "--data", dir, "--demo"}, nil, &stdout, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "address already in use")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing is written when the address is taken")
+	assert.Empty(t, stdout.String())
 }

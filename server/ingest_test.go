@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/imagery/geotiff/geotifftest"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -210,36 +213,83 @@ func (c countingWriter) Write(p []byte) (int, error) {
 	return c.ResponseWriter.Write(p)
 }
 
-// Ingestion reads only the fields' windows: a 30×30 px field inside one
-// 512² tile of a 2048² COG scene (16 tiles per band) served over HTTP reads
-// the headers and that tile of each band, well under a tenth of the bytes.
-func TestIngestReadsOnlyFieldWindows(t *testing.T) {
-	const dir = "/tmp/peers-data/small"
-	if _, err := os.Stat("/tmp/peers-data/.done"); err != nil {
-		t.Skip("peers data not generated (/tmp/peers-data/small)")
+// noise is a deterministic pseudo-random byte of (col, row): texture that
+// keeps synthetic COG tiles about as large as real ones (hundreds of KiB).
+func noise(col, row int, seed uint32) uint16 {
+	h := uint32(col)*0x9e3779b1 ^ uint32(row)*0x85ebca77 ^ seed
+	h ^= h >> 15
+	h *= 0x2c1b3c6d
+	h ^= h >> 12
+	return uint16(h & 0xff)
+}
+
+// writeSyntheticS2 writes a Sentinel-2-like COG scene into dir: 2048² px
+// 10 m bands B02, B04, B08, 1024² px 20 m bands B05, B11 and SCL (all
+// vegetation), 512² tiles and overviews, every tile of a band the same
+// texture stored at its own offset. It returns the 10 m grid and, by file
+// name, the size of one stored tile.
+func writeSyntheticS2(t *testing.T, dir string) (geo.Grid, map[string]int64) {
+	t.Helper()
+	g10 := geo.Grid{EPSG: 32631, X0: 500000, Y0: 5650000, DX: 10, DY: 10, Cols: 2048, Rows: 2048}
+	g20 := geo.Grid{EPSG: 32631, X0: 500000, Y0: 5650000, DX: 20, DY: 20, Cols: 1024, Rows: 1024}
+	tiles := map[string]int64{}
+	for _, b := range []struct {
+		name string
+		g    geo.Grid
+		px   func(col, row int) uint16
+	}{
+		{"B02", g10, func(c, r int) uint16 { return 300 + noise(c, r, 2) }},
+		{"B04", g10, func(c, r int) uint16 { return 400 + noise(c, r, 4) }},
+		{"B08", g10, func(c, r int) uint16 { return 3500 + noise(c, r, 8) }},
+		{"B05", g20, func(c, r int) uint16 { return 1200 + noise(c, r, 5) }},
+		{"B11", g20, func(c, r int) uint16 { return 1800 + noise(c, r, 11) }},
+		{"SCL", g20, func(c, r int) uint16 { return 4 }},
+	} {
+		var buf bytes.Buffer
+		require.NoError(t, geotifftest.WriteRepeatedCOG(&buf, b.g, 512, b.px))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, b.name+".tif"), buf.Bytes(), 0o644))
+		// One tile's stored size: what a one-pixel window costs after the header.
+		c := &geotifftest.CountingReaderAt{R: bytes.NewReader(buf.Bytes())}
+		f, err := geotiff.Open(c)
+		require.NoError(t, err)
+		c.Reset()
+		_, err = f.ReadWindow(context.Background(), geo.Window{Cols: 1, Rows: 1})
+		require.NoError(t, err)
+		tiles[b.name+".tif"] = c.Bytes()
 	}
-	var served atomic.Int64
+	return g10, tiles
+}
+
+// Ingestion reads only the fields' windows: a 30×30 px field inside one
+// 512² tile of a 2048² COG scene (16 tiles per 10 m band, plus overviews)
+// served over HTTP as a STAC item reads, per band its indices need, the
+// header and the one tile under the field; B11 (no index of the field uses
+// it) is not fetched at all.
+func TestIngestReadsOnlyFieldWindows(t *testing.T) {
+	dir := t.TempDir()
+	g, tileBytes := writeSyntheticS2(t, dir)
+
+	var mu sync.Mutex
+	served := map[string]int64{}
+	files := http.FileServer(http.Dir(dir))
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/item.json" {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"type":"Feature","stac_version":"1.0.0","id":"small","properties":{"datetime":"2024-06-01T10:00:00Z"},"assets":{`+
-				`"blue":{"href":"B02.tif"},"red":{"href":"B04.tif"},"nir":{"href":"B08.tif"},"scl":{"href":"SCL.tif"}}}`)
+			fmt.Fprint(w, `{"type":"Feature","stac_version":"1.0.0","id":"synthetic","properties":{"datetime":"2024-06-01T10:00:00Z"},"assets":{`+
+				`"blue":{"href":"B02.tif"},"red":{"href":"B04.tif"},"rededge1":{"href":"B05.tif"},"nir":{"href":"B08.tif"},`+
+				`"swir16":{"href":"B11.tif"},"scl":{"href":"SCL.tif"}}}`)
 			return
 		}
-		http.FileServer(http.Dir(dir)).ServeHTTP(countingWriter{w, &served}, r)
+		var n atomic.Int64
+		files.ServeHTTP(countingWriter{w, &n}, r)
+		mu.Lock()
+		served[strings.TrimPrefix(r.URL.Path, "/")] += n.Load()
+		mu.Unlock()
 	}))
 	defer ts.Close()
-	total := int64(0)
-	for _, b := range []string{"B02", "B04", "B08", "SCL"} {
-		fi, err := os.Stat(filepath.Join(dir, b+".tif"))
-		require.NoError(t, err)
-		total += fi.Size()
-	}
-	f, err := geotiff.OpenFile(filepath.Join(dir, "B04.tif"))
-	require.NoError(t, err)
-	g := f.Grid()
-	f.Close()
+
 	env := servertest.New(t, server.Config{})
+	// Pixels 600..629 of the 10 m grid: 10 m tile (1, 1); 20 m pixels 300..314: tile (0, 0).
 	sub := g.Sub(geo.Window{Col: 600, Row: 600, Cols: 30, Rows: 30})
 	tr, err := crs.New(g.EPSG, 4326)
 	require.NoError(t, err)
@@ -251,13 +301,37 @@ func TestIngestReadsOnlyFieldWindows(t *testing.T) {
 	}
 	admin, err := env.Store.UserByName(context.Background(), "admin")
 	require.NoError(t, err)
-	_, err = env.Store.InsertField(context.Background(), server.Field{OwnerID: admin.ID, Name: "small", Indices: []string{"ndvi", "evi"}, Geometry: orb.MultiPolygon{{ring}}})
+	_, err = env.Store.InsertField(context.Background(), server.Field{OwnerID: admin.ID, Name: "small", Indices: []string{"ndvi", "evi", "ndre"}, Geometry: orb.MultiPolygon{{ring}}})
 	require.NoError(t, err)
 
 	res, err := env.Server.Ingest(context.Background(), ts.URL+"/item.json", server.IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Fields)
-	require.Equal(t, 2, res.Usable+res.Unusable)
-	t.Logf("read %d of %d bytes (%.1f %%)", served.Load(), total, 100*float64(served.Load())/float64(total))
-	assert.Less(t, served.Load(), total/10, "more than a tenth of the scene read for a 30×30 px field")
+	assert.Equal(t, 3, res.Usable, "%+v", res)
+	assert.Zero(t, res.Failed)
+	r := do(t, env.Handler, "GET", "/download/ndvi/json?field_name=small", env.AdminToken, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	assert.InDelta(t, 0.746, r.JSON(t)["mean"], 0.005, "B04 ≈ 527.5, B08 ≈ 3627.5")
+
+	// What the headers may cost: the HTTP reader's first request (64 KiB).
+	const header = 64 << 10
+	var total, read int64
+	mu.Lock()
+	defer mu.Unlock()
+	for name, per := range tileBytes {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		total += fi.Size()
+		read += served[name]
+		t.Logf("%s: read %d of %d bytes (tile %d bytes)", name, served[name], fi.Size(), per)
+		if name == "B11.tif" {
+			assert.Zero(t, served[name], "B11 is not needed by ndvi, evi or ndre: not even its header is fetched")
+			continue
+		}
+		// The header and the one tile under the field, nothing else.
+		assert.GreaterOrEqual(t, served[name], per, "%s: the tile under the field was read", name)
+		assert.LessOrEqual(t, served[name], header+per, "%s: more than the header and one tile", name)
+	}
+	t.Logf("read %d of %d bytes (%.1f %%)", read, total, 100*float64(read)/float64(total))
+	assert.Less(t, read, total/10, "more than a tenth of the scene read for a 30×30 px field")
 }

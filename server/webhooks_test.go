@@ -556,6 +556,30 @@ func TestWebhookEndpointErrors(t *testing.T) {
 	assert.Greater(t, env.Responses.N(), 20)
 }
 
+// After POST /notifications/delete?id=N, registering again (even the same
+// URL) gets a new id: ids in the delivery history never name another URL.
+func TestWebhookIDsNotReusedAfterDelete(t *testing.T) {
+	env, alice := webhookEnv(t, server.WebhookOptions{})
+	h := env.Handler
+	register := func(u string) registered {
+		t.Helper()
+		r := do(t, h, "POST", "/notifications/register_webhook?url="+url.QueryEscape(u), alice, nil)
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		var reg registered
+		require.NoError(t, json.Unmarshal(r.Body, &reg))
+		return reg
+	}
+	first := register("https://farm.example.com/hooks/a")
+	r := do(t, h, "POST", fmt.Sprintf("/notifications/delete?id=%d", first.ID), alice, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	again := register("https://farm.example.com/hooks/a")
+	assert.Greater(t, again.ID, first.ID)
+	r = do(t, h, "POST", fmt.Sprintf("/notifications/delete?id=%d", again.ID), alice, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	other := register("https://farm.example.com/hooks/b")
+	assert.Greater(t, other.ID, again.ID)
+}
+
 // BenchmarkIngestWebhooks is one scene's ingestion for 100 fields × 8
 // indices (the real 64² Flanders chip, 6×6 px fields) with the owner having
 // 0 or 2 webhook URLs (enqueue cost inside the products' transaction), and

@@ -15,6 +15,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,20 +28,13 @@ import (
 var ErrNotFound = errors.New("webhook registration not found")
 
 // schemaVersion is stored in webhook_schema; bump it with a new migration step.
-const schemaVersion = 1
+// Version 2: registration ids are never reused (AUTOINCREMENT), see
+// rebuildRegistrations.
+const schemaVersion = 2
 
 var migrations = []string{
 	`CREATE TABLE IF NOT EXISTS webhook_schema (version INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS webhook_registrations (
-		id              INTEGER PRIMARY KEY,
-		owner           TEXT    NOT NULL,
-		url             TEXT    NOT NULL,
-		secret          TEXT    NOT NULL,
-		created_at      INTEGER NOT NULL,
-		disabled_at     INTEGER,
-		disabled_reason TEXT    NOT NULL DEFAULT '',
-		UNIQUE (owner, url)
-	)`,
+	registrationsTable("webhook_registrations"),
 	`CREATE TABLE IF NOT EXISTS webhook_deliveries (
 		id              INTEGER PRIMARY KEY,
 		message_id      TEXT    NOT NULL UNIQUE,
@@ -70,10 +64,54 @@ var migrations = []string{
 	`CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delivery_id, id)`,
 }
 
-// Migrate creates the webhook_ tables when they are missing. It is
+// registrationsTable is the DDL of the registrations table named name.
+// AUTOINCREMENT keeps ids from being reused: a deleted registration's id
+// stays in its deliveries' history and must not name a new URL.
+func registrationsTable(name string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + name + ` (
+		id              INTEGER PRIMARY KEY AUTOINCREMENT,
+		owner           TEXT    NOT NULL,
+		url             TEXT    NOT NULL,
+		secret          TEXT    NOT NULL,
+		created_at      INTEGER NOT NULL,
+		disabled_at     INTEGER,
+		disabled_reason TEXT    NOT NULL DEFAULT '',
+		UNIQUE (owner, url)
+	)`
+}
+
+// Migrate creates the webhook_ tables when they are missing and upgrades
+// older ones (version 1 registrations without AUTOINCREMENT are rebuilt,
+// keeping their ids, so their deliveries still point at them). It is
 // idempotent and safe to call on every start.
-func Migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
+//
+// A rebuild follows SQLite's table-rebuild procedure: foreign keys are
+// switched off (on one pinned connection, outside the transaction, as SQLite
+// requires), the table is rebuilt and checked in one transaction, and foreign
+// keys are switched back on when they were on.
+func Migrate(ctx context.Context, db *sql.DB) (err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate webhook tables: %w", err)
+	}
+	defer conn.Close()
+	var fk bool
+	if err := conn.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil {
+		return fmt.Errorf("migrate webhook tables: read foreign_keys: %w", err)
+	}
+	if fk {
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return fmt.Errorf("migrate webhook tables: %w", err)
+		}
+		defer func() {
+			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); rerr != nil {
+				// Never hand a connection without foreign keys back to the pool.
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+				err = errors.Join(err, fmt.Errorf("migrate webhook tables: restore foreign_keys: %w", rerr))
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate webhook tables: %w", err)
 	}
@@ -93,9 +131,65 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate webhook tables: read version: %w", err)
 	case v > schemaVersion:
 		return fmt.Errorf("migrate webhook tables: schema version %d is newer than this binary's %d", v, schemaVersion)
+	case v < schemaVersion:
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_schema SET version = ?`, schemaVersion); err != nil {
+			return fmt.Errorf("migrate webhook tables: write version: %w", err)
+		}
+	}
+	if err := rebuildRegistrations(ctx, tx, fk); err != nil {
+		return fmt.Errorf("migrate webhook tables: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate webhook tables: %w", err)
+	}
+	return nil
+}
+
+// rebuildRegistrations rebuilds webhook_registrations with AUTOINCREMENT when
+// its schema lacks it (databases created by version 1), keeping every row and
+// its id. SQLite cannot alter a primary key: the rows are copied into a new
+// table, the old one dropped and the new one renamed (steps 4-7 of SQLite's
+// procedure; the table has no separate indexes, triggers or views). The id
+// sequence starts above every id still named by a delivery, so a deleted
+// registration's id is not handed out again either. checkFK runs the foreign
+// key check (step 10) when the caller had foreign keys on.
+func rebuildRegistrations(ctx context.Context, tx *sql.Tx, checkFK bool) error {
+	var ddl string
+	if err := tx.QueryRowContext(ctx,
+		`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'webhook_registrations'`).Scan(&ddl); err != nil {
+		return fmt.Errorf("read webhook_registrations schema: %w", err)
+	}
+	if strings.Contains(strings.ToUpper(ddl), "AUTOINCREMENT") {
+		return nil
+	}
+	for _, stmt := range []string{
+		`DROP TABLE IF EXISTS webhook_registrations_v2`,
+		registrationsTable("webhook_registrations_v2"),
+		`INSERT INTO webhook_registrations_v2 (id, owner, url, secret, created_at, disabled_at, disabled_reason)
+			SELECT id, owner, url, secret, created_at, disabled_at, disabled_reason FROM webhook_registrations ORDER BY id`,
+		`DROP TABLE webhook_registrations`,
+		`ALTER TABLE webhook_registrations_v2 RENAME TO webhook_registrations`,
+		`DELETE FROM sqlite_sequence WHERE name = 'webhook_registrations'`,
+		`INSERT INTO sqlite_sequence (name, seq) SELECT 'webhook_registrations', max(
+			coalesce((SELECT max(id) FROM webhook_registrations), 0),
+			coalesce((SELECT max(registration_id) FROM webhook_deliveries), 0))`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("rebuild webhook_registrations: %w", err)
+		}
+	}
+	if checkFK {
+		rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+		if err != nil {
+			return fmt.Errorf("rebuild webhook_registrations: foreign key check: %w", err)
+		}
+		broken := rows.Next()
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("rebuild webhook_registrations: foreign key check: %w", err)
+		}
+		if broken {
+			return errors.New("rebuild webhook_registrations: foreign key check failed")
+		}
 	}
 	return nil
 }

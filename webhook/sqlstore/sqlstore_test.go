@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +33,164 @@ func TestMigrateIdempotent(t *testing.T) {
 		require.NoError(t, rows.Scan(&name))
 		tables = append(tables, name)
 	}
-	assert.Equal(t, []string{"webhook_attempts", "webhook_deliveries", "webhook_registrations", "webhook_schema"}, tables)
+	// sqlite_sequence holds the AUTOINCREMENT counter of webhook_registrations.
+	assert.Equal(t, []string{"sqlite_sequence", "webhook_attempts", "webhook_deliveries", "webhook_registrations", "webhook_schema"}, tables)
+	require.NoError(t, s.DB.QueryRow(`SELECT version FROM webhook_schema`).Scan(&n))
+	assert.Equal(t, 2, n)
+}
+
+// A deleted registration's id is never handed out again, even for the same URL.
+func TestRegistrationIDsNotReused(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	a, err := s.Register(ctx, "alice", "https://farm.example.com/a")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), a.ID)
+	require.NoError(t, s.Delete(ctx, "alice", a.ID))
+	b, err := s.Register(ctx, "alice", "https://farm.example.com/a")
+	require.NoError(t, err)
+	assert.True(t, b.Created)
+	assert.Equal(t, int64(2), b.ID)
+	require.NoError(t, s.DeleteURL(ctx, "alice", "https://farm.example.com/a"))
+	c, err := s.Register(ctx, "bob", "https://farm.example.com/b")
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), c.ID)
+}
+
+// webhookV1 is the version 1 schema: registrations without AUTOINCREMENT.
+var webhookV1 = []string{
+	`CREATE TABLE webhook_schema (version INTEGER NOT NULL)`,
+	`INSERT INTO webhook_schema (version) VALUES (1)`,
+	`CREATE TABLE webhook_registrations (
+		id              INTEGER PRIMARY KEY,
+		owner           TEXT    NOT NULL,
+		url             TEXT    NOT NULL,
+		secret          TEXT    NOT NULL,
+		created_at      INTEGER NOT NULL,
+		disabled_at     INTEGER,
+		disabled_reason TEXT    NOT NULL DEFAULT '',
+		UNIQUE (owner, url)
+	)`,
+	`CREATE TABLE webhook_deliveries (
+		id              INTEGER PRIMARY KEY,
+		message_id      TEXT    NOT NULL UNIQUE,
+		registration_id INTEGER NOT NULL,
+		owner           TEXT    NOT NULL,
+		url             TEXT    NOT NULL,
+		body            BLOB    NOT NULL,
+		status          TEXT    NOT NULL,
+		attempts        INTEGER NOT NULL DEFAULT 0,
+		created_at      INTEGER NOT NULL,
+		next_attempt_at INTEGER NOT NULL,
+		finished_at     INTEGER,
+		last_error      TEXT    NOT NULL DEFAULT ''
+	)`,
+	`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)`,
+	`CREATE INDEX webhook_deliveries_owner ON webhook_deliveries (owner, id)`,
+	`CREATE INDEX webhook_deliveries_registration ON webhook_deliveries (registration_id, status)`,
+	`CREATE TABLE webhook_attempts (
+		id           INTEGER PRIMARY KEY,
+		delivery_id  INTEGER NOT NULL,
+		attempted_at INTEGER NOT NULL,
+		status_code  INTEGER NOT NULL,
+		error        TEXT    NOT NULL,
+		duration_ns  INTEGER NOT NULL,
+		response     TEXT    NOT NULL
+	)`,
+	`CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id)`,
+}
+
+// A version 1 database (registrations without AUTOINCREMENT) is rebuilt on
+// Migrate: its registrations keep their ids, secrets and disabled state, their
+// deliveries and attempts still join to them, a foreign key declared against
+// the table survives the rebuild (foreign keys are off during it and on
+// after), and no id, not even a deleted one a delivery still names, is reused.
+func TestMigrateV1RebuildsRegistrations(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cropkit.db")
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)")
+	require.NoError(t, err)
+	for _, q := range append(webhookV1,
+		`INSERT INTO webhook_registrations (id, owner, url, secret, created_at, disabled_at, disabled_reason) VALUES
+			(1, 'alice', 'https://a.example.com/', 'whsec_a', 1000, NULL, ''),
+			(2, 'alice', 'https://b.example.com/', 'whsec_b', 2000, 3000, 'HTTP 410 Gone'),
+			(4, 'bob',   'https://c.example.com/', 'whsec_c', 4000, NULL, '')`,
+		// Delivery 3 belongs to registration 5, deleted before the upgrade.
+		`INSERT INTO webhook_deliveries (id, message_id, registration_id, owner, url, body, status, attempts, created_at, next_attempt_at, last_error) VALUES
+			(1, 'msg_1', 1, 'alice', 'https://a.example.com/', '{}', 'pending', 1, 1000, 1000, 'HTTP 503'),
+			(2, 'msg_2', 4, 'bob', 'https://c.example.com/', '{}', 'delivered', 1, 1000, 1000, ''),
+			(3, 'msg_3', 5, 'bob', 'https://d.example.com/', '{}', 'cancelled', 0, 1000, 1000, 'registration deleted')`,
+		`INSERT INTO webhook_attempts (id, delivery_id, attempted_at, status_code, error, duration_ns, response) VALUES
+			(1, 1, 1000, 503, 'HTTP 503', 5, 'busy'), (2, 2, 1000, 200, '', 5, 'ok')`,
+		// A table of the application referencing the registrations: dropping
+		// the old table with foreign keys on would cascade into it.
+		`CREATE TABLE app_hooks (registration_id INTEGER NOT NULL REFERENCES webhook_registrations(id) ON DELETE CASCADE, note TEXT)`,
+		`INSERT INTO app_hooks VALUES (1, 'kept'), (4, 'kept')`,
+	) {
+		_, err := raw.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, raw.Close())
+
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1) // as the server: Migrate must pin and restore the only connection
+	for range 2 {         // idempotent
+		require.NoError(t, sqlstore.Migrate(ctx, db))
+	}
+
+	var ddl string
+	require.NoError(t, db.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'webhook_registrations'`).Scan(&ddl))
+	assert.Contains(t, ddl, "AUTOINCREMENT")
+	var version, fk int
+	require.NoError(t, db.QueryRow(`SELECT version FROM webhook_schema`).Scan(&version))
+	assert.Equal(t, 2, version)
+	require.NoError(t, db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk))
+	assert.Equal(t, 1, fk, "foreign keys are on again")
+	var hooks int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM app_hooks`).Scan(&hooks))
+	assert.Equal(t, 2, hooks, "the rebuild cascaded nothing")
+
+	s := sqlstore.New(db)
+	regs, err := s.List(ctx, "alice")
+	require.NoError(t, err)
+	require.Len(t, regs, 2)
+	assert.Equal(t, int64(1), regs[0].ID)
+	assert.Equal(t, "https://a.example.com/", regs[0].URL)
+	assert.False(t, regs[0].Disabled)
+	assert.Equal(t, int64(2), regs[1].ID)
+	assert.True(t, regs[1].Disabled)
+	assert.Equal(t, "HTTP 410 Gone", regs[1].DisabledReason)
+	var secret string
+	require.NoError(t, db.QueryRow(`SELECT secret FROM webhook_registrations WHERE id = 4`).Scan(&secret))
+	assert.Equal(t, "whsec_c", secret)
+
+	ds, err := s.Deliveries(ctx, "alice", 0)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.Equal(t, int64(1), ds[0].RegistrationID)
+	require.Len(t, ds[0].Attempts, 1)
+	assert.Equal(t, 503, ds[0].Attempts[0].StatusCode)
+	// The pending delivery still joins to its registration and its secret.
+	res, err := s.Claim(ctx, webhook.ClaimRequest{Now: time.UnixMilli(2000), LeaseUntil: time.UnixMilli(9000), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, res.Deliveries, 1)
+	assert.Equal(t, "msg_1", res.Deliveries[0].MessageID)
+	assert.Equal(t, "whsec_a", res.Deliveries[0].Secret)
+
+	// New ids start above 5 (the deleted registration a delivery names).
+	n, err := s.Register(ctx, "carol", "https://e.example.com/")
+	require.NoError(t, err)
+	assert.Equal(t, int64(6), n.ID)
+	require.NoError(t, s.Delete(ctx, "carol", n.ID))
+	n, err = s.Register(ctx, "carol", "https://e.example.com/")
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), n.ID)
+	// Foreign keys are enforced again: deleting registration 4 cascades.
+	require.NoError(t, s.Delete(ctx, "bob", 4))
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM app_hooks`).Scan(&hooks))
+	assert.Equal(t, 1, hooks)
 }
 
 func TestRegisterListDelete(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -716,13 +717,19 @@ func scanField(row interface{ Scan(...any) error }) (Field, error) {
 }
 
 func (s *Store) fieldByID(ctx context.Context, id int64) (Field, error) {
-	f, err := scanField(s.rdb.QueryRowContext(ctx,
-		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.id = ?`, id))
+	return oneField(s.rdb.QueryRowContext(ctx,
+		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.id = ?`, id), fmt.Sprint(id))
+}
+
+// oneField scans the single field of row; what names it in errors, and a
+// missing row is ErrNotFound.
+func oneField(row *sql.Row, what string) (Field, error) {
+	f, err := scanField(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Field{}, fmt.Errorf("field %d: %w", id, ErrNotFound)
+		return Field{}, fmt.Errorf("field %s: %w", what, ErrNotFound)
 	}
 	if err != nil {
-		return Field{}, fmt.Errorf("field %d: %w", id, err)
+		return Field{}, fmt.Errorf("field %s: %w", what, err)
 	}
 	return f, nil
 }
@@ -735,14 +742,7 @@ func (s *Store) FieldByName(ctx context.Context, userID int64, name string) (Fie
 	if err != nil {
 		return Field{}, fmt.Errorf("field %q: %w", name, err)
 	}
-	f, err := scanField(row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Field{}, fmt.Errorf("field %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return Field{}, fmt.Errorf("field %q: %w", name, err)
-	}
-	return f, nil
+	return oneField(row, strconv.Quote(name))
 }
 
 // FieldSummary is FieldByName without the geometry (Geometry nil, Bound

@@ -37,19 +37,19 @@ func ExampleVerify() {
 }
 
 func ExamplePayload() {
-	prev := 0.5
+	prevDate := "2019-06-15"
 	p := webhook.Payload{
 		Group: "flanders",
 		Field: "field-12",
 		Data: []webhook.Update{{
 			Index: "ndvi",
 			Date:  webhook.FormatDate(time.Date(2019, 6, 20, 10, 56, 29, 0, time.UTC)),
-			Content: webhook.Content{Mean: 0.75, MeanVariation: webhook.MeanVariation(&prev, 0.75),
+			Content: webhook.Content{Mean: 0.75, MeanVariation: 50, PreviousDate: &prevDate,
 				Median: 0.62, Std: 0.07, Min: 0.21, Max: 0.83, P25: 0.55, P75: 0.66},
 		}},
 	}
 	b, _ := p.Marshal()
 	fmt.Println(string(b))
 	// Output:
-	// {"group":"flanders","field":"field-12","data":[{"index":"ndvi","date":"2019-06-20 10:56:29 GMT","content":{"mean":0.75,"mean_variation":50,"median":0.62,"std":0.07,"min":0.21,"max":0.83,"p25":0.55,"p75":0.66}}]}
+	// {"group":"flanders","field":"field-12","data":[{"index":"ndvi","date":"2019-06-20 10:56:29 GMT","content":{"mean":0.75,"mean_variation":50,"previous_date":"2019-06-15","median":0.62,"std":0.07,"min":0.21,"max":0.83,"p25":0.55,"p75":0.66}}]}
 }

@@ -36,15 +36,19 @@ type Update struct {
 // Content holds the field statistics of one index image.
 type Content struct {
 	Mean float64 `json:"mean"`
-	// MeanVariation is the percent change of Mean versus the previous image
-	// of the same field and index; nil (JSON null) for the first image.
-	MeanVariation *float64 `json:"mean_variation"`
-	Median        float64  `json:"median"`
-	Std           float64  `json:"std"`
-	Min           float64  `json:"min"`
-	Max           float64  `json:"max"`
-	P25           float64  `json:"p25"`
-	P75           float64  `json:"p75"`
+	// MeanVariation is the percent change of Mean versus the previous usable
+	// image of the same field and index (imagery.MeanVariation); 0 for the
+	// first image, whose PreviousDate is null — the spec types it as a number.
+	MeanVariation float64 `json:"mean_variation"`
+	// PreviousDate is the date (YYYY-MM-DD) of the image MeanVariation
+	// compares with; nil (JSON null) for the first image.
+	PreviousDate *string `json:"previous_date"`
+	Median       float64 `json:"median"`
+	Std          float64 `json:"std"`
+	Min          float64 `json:"min"`
+	Max          float64 `json:"max"`
+	P25          float64 `json:"p25"`
+	P75          float64 `json:"p75"`
 }
 
 // FormatDate formats t in UTC with DateLayout.
@@ -59,21 +63,6 @@ func ParseDate(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("parse webhook date %q: %w", s, err)
 	}
 	return t, nil
-}
-
-// MeanVariation returns the percent change from previous to current mean,
-// 100·(current−previous)/|previous|. It returns nil when there is no previous
-// image (previous == nil) or the change is undefined (previous mean 0 or a
-// non-finite value), which encodes as JSON null.
-func MeanVariation(previous *float64, current float64) *float64 {
-	if previous == nil || *previous == 0 {
-		return nil
-	}
-	v := 100 * (current - *previous) / math.Abs(*previous)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }
 
 // Validate reports whether p can be sent: field and every index named, dates
@@ -96,13 +85,7 @@ func (p Payload) Validate() error {
 		vals := []struct {
 			name string
 			v    float64
-		}{{"mean", c.Mean}, {"median", c.Median}, {"std", c.Std}, {"min", c.Min}, {"max", c.Max}, {"p25", c.P25}, {"p75", c.P75}}
-		if c.MeanVariation != nil {
-			vals = append(vals, struct {
-				name string
-				v    float64
-			}{"mean_variation", *c.MeanVariation})
-		}
+		}{{"mean", c.Mean}, {"mean_variation", c.MeanVariation}, {"median", c.Median}, {"std", c.Std}, {"min", c.Min}, {"max", c.Max}, {"p25", c.P25}, {"p75", c.P75}}
 		for _, s := range vals {
 			if math.IsNaN(s.v) || math.IsInf(s.v, 0) {
 				return fmt.Errorf("webhook payload for field %q: update %d (%s): %s is %v", p.Field, i, u.Index, s.name, s.v)

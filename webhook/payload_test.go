@@ -12,7 +12,7 @@ import (
 	"github.com/cropkit/cropkit/webhook"
 )
 
-func ptr(v float64) *float64 { return &v }
+func ptr[T any](v T) *T { return &v }
 
 func TestPayloadJSON(t *testing.T) {
 	p := webhook.Payload{
@@ -22,14 +22,14 @@ func TestPayloadJSON(t *testing.T) {
 			{Index: "ndvi", Date: webhook.FormatDate(time.Date(2019, 6, 20, 10, 56, 29, 0, time.UTC)),
 				Content: webhook.Content{Mean: 0.71, Median: 0.73, Std: 0.08, Min: 0.2, Max: 0.9, P25: 0.66, P75: 0.78}},
 			{Index: "ndwi", Date: "2019-06-20 10:56:29 GMT",
-				Content: webhook.Content{Mean: -0.5, MeanVariation: ptr(-12.5), Median: -0.48, Std: 0.05, Min: -0.7, Max: -0.1, P25: -0.55, P75: -0.45}},
+				Content: webhook.Content{Mean: -0.5, MeanVariation: -12.5, PreviousDate: ptr("2019-06-15"), Median: -0.48, Std: 0.05, Min: -0.7, Max: -0.1, P25: -0.55, P75: -0.45}},
 		},
 	}
 	b, err := p.Marshal()
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"group":"flanders","field":"field-12","data":[
-		{"index":"ndvi","date":"2019-06-20 10:56:29 GMT","content":{"mean":0.71,"mean_variation":null,"median":0.73,"std":0.08,"min":0.2,"max":0.9,"p25":0.66,"p75":0.78}},
-		{"index":"ndwi","date":"2019-06-20 10:56:29 GMT","content":{"mean":-0.5,"mean_variation":-12.5,"median":-0.48,"std":0.05,"min":-0.7,"max":-0.1,"p25":-0.55,"p75":-0.45}}]}`, string(b))
+		{"index":"ndvi","date":"2019-06-20 10:56:29 GMT","content":{"mean":0.71,"mean_variation":0,"previous_date":null,"median":0.73,"std":0.08,"min":0.2,"max":0.9,"p25":0.66,"p75":0.78}},
+		{"index":"ndwi","date":"2019-06-20 10:56:29 GMT","content":{"mean":-0.5,"mean_variation":-12.5,"previous_date":"2019-06-15","median":-0.48,"std":0.05,"min":-0.7,"max":-0.1,"p25":-0.55,"p75":-0.45}}]}`, string(b))
 
 	var back webhook.Payload
 	require.NoError(t, json.Unmarshal(b, &back))
@@ -44,33 +44,6 @@ func TestFormatDate(t *testing.T) {
 	assert.Equal(t, time.Date(2019, 6, 20, 10, 56, 29, 0, time.UTC), got)
 	_, err = webhook.ParseDate("2019-06-20")
 	require.Error(t, err)
-}
-
-func TestMeanVariation(t *testing.T) {
-	tests := []struct {
-		name     string
-		previous *float64
-		current  float64
-		want     *float64
-	}{
-		{"first image", nil, 0.5, nil},
-		{"increase", ptr(0.5), 0.6, ptr(20)},
-		{"decrease", ptr(0.8), 0.6, ptr(-25)},
-		{"negative previous", ptr(-0.4), -0.2, ptr(50)},
-		{"previous zero", ptr(0), 0.3, nil},
-		{"unchanged", ptr(0.3), 0.3, ptr(0)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := webhook.MeanVariation(tt.previous, tt.current)
-			if tt.want == nil {
-				assert.Nil(t, got)
-				return
-			}
-			require.NotNil(t, got)
-			assert.InDelta(t, *tt.want, *got, 1e-9)
-		})
-	}
 }
 
 func TestPayloadValidate(t *testing.T) {
@@ -90,7 +63,7 @@ func TestPayloadValidate(t *testing.T) {
 		{"bad date", func(p *webhook.Payload) { p.Data[0].Date = "2019-06-20T10:56:29Z" }, false},
 		{"NaN mean", func(p *webhook.Payload) { p.Data[0].Content.Mean = math.NaN() }, false},
 		{"Inf max", func(p *webhook.Payload) { p.Data[0].Content.Max = math.Inf(1) }, false},
-		{"NaN variation", func(p *webhook.Payload) { p.Data[0].Content.MeanVariation = ptr(math.NaN()) }, false},
+		{"NaN variation", func(p *webhook.Payload) { p.Data[0].Content.MeanVariation = math.NaN() }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

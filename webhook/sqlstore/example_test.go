@@ -83,5 +83,5 @@ func Example() {
 	fmt.Println("received:", <-got)
 	// Output:
 	// enqueued: 1
-	// received: {"group":"flanders","field":"field-12","data":[{"index":"ndvi","date":"2019-06-20 10:56:29 GMT","content":{"mean":0.6,"mean_variation":null,"median":0.62,"std":0.07,"min":0.21,"max":0.83,"p25":0.55,"p75":0.66}}]}
+	// received: {"group":"flanders","field":"field-12","data":[{"index":"ndvi","date":"2019-06-20 10:56:29 GMT","content":{"mean":0.6,"mean_variation":0,"previous_date":null,"median":0.62,"std":0.07,"min":0.21,"max":0.83,"p25":0.55,"p75":0.66}}]}
 }

@@ -680,3 +680,14 @@ func (s *Store) Deliveries(ctx context.Context, owner string, limit int) ([]Deli
 	}
 	return out, nil
 }
+
+// ActiveTx reports, in tx, whether owner has a registration that is not
+// disabled (so callers build a payload only when someone will receive it).
+func (s *Store) ActiveTx(ctx context.Context, tx *sql.Tx, owner string) (bool, error) {
+	var active bool
+	if err := tx.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM webhook_registrations WHERE owner = ? AND disabled_at IS NULL)`, owner).Scan(&active); err != nil {
+		return false, fmt.Errorf("webhooks of %q: %w", owner, err)
+	}
+	return active, nil
+}

@@ -1,0 +1,186 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/cropkit/cropkit/colormap"
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/webhook"
+)
+
+// DefaultMinClear is the clear fraction from which a field's image is usable.
+const DefaultMinClear = 0.6
+
+// DBFile is the database file name inside a data directory.
+const DBFile = "cropkit.db"
+
+// Config configures an Archive. Store and Blobs are required.
+type Config struct {
+	Store Store
+	Blobs Blobs
+	// TempDir holds uploads being received (scene bands); it is emptied by
+	// New. "" means a directory of the system's.
+	TempDir string
+	// Catalogue is the index catalogue; nil means imagery.NewCatalogue().
+	Catalogue *imagery.Catalogue
+	// MinClear is the fraction of a field's pixels that must be clear for an
+	// image to be usable; 0 means DefaultMinClear.
+	MinClear float64
+	// Workers bounds the fields ingested concurrently; 0 means GOMAXPROCS.
+	Workers int
+	// Limits caps what one account may register (zero fields: DefaultLimits).
+	Limits Limits
+	// IngestAllowPrivate lets untrusted ingestion sources (the HTTP API) be
+	// fetched from loopback, private, link-local and metadata addresses.
+	IngestAllowPrivate bool
+	// FieldPixels bounds the decoded pixels of one field window (the
+	// imagery library's budget); 0 means the library's default.
+	FieldPixels int
+	// TokenTTL is the lifetime of new tokens; 0 means they do not expire.
+	TokenTTL time.Duration
+	// Webhooks configures notification delivery (RunWebhooks).
+	Webhooks WebhookOptions
+	// SweepGrace is how old an unreferenced blob must be before Sweep
+	// removes it (an ingestion in another process may be about to commit
+	// it); 0 means 10 minutes, negative means no grace.
+	SweepGrace time.Duration
+	// StepHook, when set, is called at each step of the file-installing
+	// protocol (tests inject crashes there). Steps are named in blobs.go.
+	StepHook func(step string)
+	// Logger receives ingestion and delivery logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Archive is the field archive: accounts, fields, seasons, uploads,
+// ingestion of scenes into per-field products, product queries and the
+// notifications ingestion emits. The HTTP server, the CLI and workers share
+// it; it knows nothing of HTTP.
+type Archive struct {
+	store     Store
+	blobs     Blobs
+	tempDir   string
+	cat       *imagery.Catalogue
+	minClear  float64
+	workers   int
+	limits    Limits
+	log       *slog.Logger
+	png       *colormap.Encoder
+	allowPriv bool
+	maxPixels int
+	tokenTTL  time.Duration
+	grace     time.Duration
+	hook      func(string)
+	hooks     *webhooks
+	logins    chan struct{} // bcrypt slots
+}
+
+// New returns an archive over cfg.Store and cfg.Blobs.
+func New(cfg Config) (*Archive, error) {
+	if cfg.Store == nil || cfg.Blobs == nil {
+		return nil, errors.New("archive: Config.Store and Config.Blobs are required")
+	}
+	a := &Archive{
+		store: cfg.Store, blobs: cfg.Blobs, tempDir: cfg.TempDir, cat: cfg.Catalogue, minClear: cfg.MinClear,
+		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger, png: colormap.NewEncoder(),
+		allowPriv: cfg.IngestAllowPrivate, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
+		hook: cfg.StepHook,
+		// One bcrypt at a time per CPU at most: logins queue instead of
+		// taking every core from downloads.
+		logins: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
+	}
+	if a.cat == nil {
+		a.cat = imagery.NewCatalogue()
+	}
+	if a.minClear <= 0 {
+		a.minClear = DefaultMinClear
+	}
+	if a.minClear > 1 {
+		return nil, fmt.Errorf("archive: MinClear %v is not a fraction in (0, 1]", a.minClear)
+	}
+	if a.workers <= 0 {
+		a.workers = runtime.GOMAXPROCS(0)
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.grace == 0 {
+		a.grace = 10 * time.Minute
+	}
+	if a.tempDir == "" {
+		a.tempDir = filepath.Join(os.TempDir(), "cropkit-uploads")
+	} else if err := os.RemoveAll(a.tempDir); err != nil { // what a crash left behind
+		return nil, fmt.Errorf("archive: clean %s: %w", a.tempDir, err)
+	}
+	if err := a.initWebhooks(cfg.Webhooks); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Open opens (or, with create, creates) the embedded archive of a data
+// directory: DIR/cropkit.db, product files under DIR, uploads received in
+// DIR/tmp. It sweeps what a crash may have left (see Sweep). Closing the
+// archive closes the store.
+func Open(ctx context.Context, dir string, create bool, cfg Config) (*Archive, error) {
+	if dir == "" {
+		return nil, Invalid("empty data directory")
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && !create {
+		return nil, fmt.Errorf("data directory %s does not exist: %w", dir, ErrNotFound)
+	}
+	st, err := OpenSQLite(ctx, filepath.Join(dir, DBFile), create)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.Blobs, cfg.TempDir = st, DirBlobs{Root: dir}, filepath.Join(dir, "tmp")
+	a, err := New(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if _, err := a.Sweep(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Close closes the store.
+func (a *Archive) Close() error { return a.store.Close() }
+
+// Store is the archive's database (for administration and tests).
+func (a *Archive) Store() Store { return a.store }
+
+// Blobs is the archive's file store.
+func (a *Archive) Blobs() Blobs { return a.blobs }
+
+// Catalogue is the index catalogue.
+func (a *Archive) Catalogue() *imagery.Catalogue { return a.cat }
+
+// Limits are the limits in force.
+func (a *Archive) Limits() Limits { return a.limits }
+
+// MinClear is the clear fraction from which an image is usable.
+func (a *Archive) MinClear() float64 { return a.minClear }
+
+func (a *Archive) step(name string) {
+	if a.hook != nil {
+		a.hook(name)
+	}
+}
+
+// Notifier wakes the webhook dispatcher (nil-safe).
+func (a *Archive) wakeDispatcher() {
+	if a.hooks != nil && a.hooks.dispatcher != nil {
+		a.hooks.dispatcher.Notify()
+	}
+}
+
+var _ = webhook.FormatDate

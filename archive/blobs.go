@@ -1,0 +1,149 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Blobs holds the archive's files (product bundles, uploads) by key, a
+// slash-separated relative path. Put is atomic: readers see the old content
+// or the new, never part. DirBlobs is the local implementation; object
+// storage implements the same interface.
+type Blobs interface {
+	Put(ctx context.Context, key string, data []byte) error
+	// Get returns ErrNotFound (wrapped) for a missing key.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// List calls fn for every key under prefix (and for leftover temporary
+	// files, whose Temp is set).
+	List(ctx context.Context, prefix string, fn func(BlobInfo) error) error
+}
+
+// BlobInfo describes one listed blob.
+type BlobInfo struct {
+	Key     string
+	ModTime time.Time
+	// Temp marks an unfinished write (a crash between write and rename).
+	Temp bool
+}
+
+// DirBlobs stores blobs as files under a directory.
+type DirBlobs struct {
+	Root string
+}
+
+const tempMark = ".tmp-"
+
+func (d DirBlobs) path(key string) (string, error) {
+	if key == "" || strings.Contains(key, "..") || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
+		return "", fmt.Errorf("blob key %q: %w", key, ErrInvalid)
+	}
+	return filepath.Join(d.Root, filepath.FromSlash(key)), nil
+}
+
+// Put writes data to a synced temporary file beside the key's file and
+// renames it over that file.
+func (d DirBlobs) Put(ctx context.Context, key string, data []byte) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), tempMark+filepath.Base(p)+"*")
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Get reads the key's file.
+func (d DirBlobs) Get(ctx context.Context, key string) ([]byte, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// Delete removes the key's file and the directories it leaves empty.
+func (d DirBlobs) Delete(ctx context.Context, key string) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	for dir := filepath.Dir(p); dir != d.Root && strings.HasPrefix(dir, d.Root); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil { // not empty (or gone): stop
+			break
+		}
+	}
+	return nil
+}
+
+// List walks the files under prefix.
+func (d DirBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo) error) error {
+	root, err := d.path(prefix)
+	if err != nil {
+		return err
+	}
+	err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if e.IsDir() {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		rel, err := filepath.Rel(d.Root, p)
+		if err != nil {
+			return err
+		}
+		return fn(BlobInfo{Key: filepath.ToSlash(rel), ModTime: info.ModTime(), Temp: strings.HasPrefix(e.Name(), ".")})
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return nil
+}

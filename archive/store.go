@@ -1,0 +1,102 @@
+package archive
+
+import (
+	"context"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/webhook"
+	"github.com/cropkit/cropkit/webhook/sqlstore"
+)
+
+// Store is the archive's database: accounts, tokens, fields, seasons,
+// product rows and the webhook outbox. It holds no algorithm and no files
+// (those are Blobs). OpenSQLite is the embedded implementation; a server
+// database implements the same interface (dialect differences stay inside
+// the implementation, each with its own migrations).
+//
+// Errors are wrapped kinds of this package (ErrNotFound, ErrExists,
+// ErrQuota, ErrFieldChanged, ErrBusy).
+type Store interface {
+	Close() error
+
+	// CreateUser adds an account with a password hash ("" for token-only).
+	CreateUser(ctx context.Context, u NewUser, passwordHash string) (User, error)
+	UserByName(ctx context.Context, name string) (User, error)
+	CountUsers(ctx context.Context) (int, error)
+	// PasswordHash is the account called name with its password hash.
+	PasswordHash(ctx context.Context, name string) (User, string, error)
+	InsertToken(ctx context.Context, userID int64, hash string, created, expires time.Time) (int64, error)
+	// UserByToken is the account of a token hash that is valid at now.
+	UserByToken(ctx context.Context, hash string, now time.Time) (User, Token, error)
+	Tokens(ctx context.Context, userID int64) ([]Token, error)
+	// RevokeTokens deletes the account's token id, or all when id is 0; it
+	// returns how many.
+	RevokeTokens(ctx context.Context, userID, id int64) (int, error)
+
+	// InsertField stores a new field, refusing one beyond maxPerUser (0: no limit).
+	InsertField(ctx context.Context, f Field, maxPerUser int) (Field, error)
+	// UpdateField overwrites group, labels, indices and geometry of f.ID;
+	// with newOutline its products are deleted and its version increases.
+	// It returns the bundle keys no row references any more (delete them
+	// after this returns: never before the rows are gone).
+	UpdateField(ctx context.Context, f Field, newOutline bool) (Field, []string, error)
+	// DeleteField deletes the field with its rows; its blobs go after.
+	DeleteField(ctx context.Context, id int64) error
+	FieldByID(ctx context.Context, id int64) (Field, error)
+	FieldByName(ctx context.Context, userID int64, name string) (Field, error)
+	// FieldSummary is FieldByName without the geometry.
+	FieldSummary(ctx context.Context, userID int64, name string) (Field, error)
+	// Fields lists an account's fields (every account's with userID 0) by owner and name.
+	Fields(ctx context.Context, userID int64) ([]Field, error)
+	// FieldsIntersecting lists the fields whose lon/lat box meets b.
+	FieldsIntersecting(ctx context.Context, b orb.Bound) ([]Field, error)
+	// FieldVersions maps every field id to its outline version (for sweeps).
+	FieldVersions(ctx context.Context) (map[int64]int64, error)
+
+	Seasons(ctx context.Context, fieldID int64) ([]Season, error)
+	// UpdateSeasons replaces the seasons by update(current) in one transaction.
+	UpdateSeasons(ctx context.Context, fieldID int64, update func([]Season) ([]Season, error)) error
+
+	// RecordProducts records one field's products of one date (see ProductRecord).
+	RecordProducts(ctx context.Context, rec ProductRecord) (RecordResult, error)
+	Products(ctx context.Context, q ProductQuery) ([]Product, error)
+	// Bundles is every bundle key a row references.
+	Bundles(ctx context.Context) (map[string]bool, error)
+
+	// Webhooks is the outbox and registrations on the same database, so
+	// notifications commit with the products they announce.
+	Webhooks() Outbox
+}
+
+// Outbox is the webhook registrations and the durable outbox the dispatcher delivers.
+type Outbox interface {
+	webhook.Store
+	RegisterLimit(ctx context.Context, owner, rawURL string, max int) (sqlstore.Registration, error)
+	List(ctx context.Context, owner string) ([]sqlstore.Registration, error)
+	Delete(ctx context.Context, owner string, id int64) error
+	DeleteURL(ctx context.Context, owner, rawURL string) error
+	Deliveries(ctx context.Context, owner string, limit int) ([]sqlstore.DeliveryState, error)
+}
+
+// ProductRecord is one field's products of one scene date, recorded with
+// the bundle holding their files and the notification they cause.
+type ProductRecord struct {
+	Field    Field // ID and Version are checked: ErrFieldChanged when either moved
+	Date     string
+	Products []Product // every index ingested, usable or not; usable ones carry Bundle and Digest
+	// Notify builds the §6 payload of the products that are new (content
+	// unlike the stored row's), given the previous usable product of each
+	// index before Date. It is called only when the owner has an active
+	// webhook; a payload without data sends nothing.
+	Notify func(changed []Product, prev map[string]Product) webhook.Payload
+}
+
+// RecordResult is what RecordProducts did.
+type RecordResult struct {
+	// Replaced are bundle keys no row references any more: delete them now.
+	Replaced []string
+	// Notified counts the deliveries enqueued.
+	Notified int
+}

@@ -184,3 +184,6 @@ func (a *Archive) wakeDispatcher() {
 }
 
 var _ = webhook.FormatDate
+
+// TempDir is where uploads being received are spooled (emptied by New).
+func (a *Archive) TempDir() string { return a.tempDir }

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/cropkit/cropkit/archive"
 )
 
 // Error is an API error: an HTTP status with a stable machine code and a
@@ -35,6 +38,8 @@ const (
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeInternal         = "internal"
 	CodeUnavailable      = "unavailable"
+	CodeRateLimited      = "rate_limited"
+	CodeCanceled         = "canceled"
 )
 
 func badRequest(format string, args ...any) *Error {
@@ -85,8 +90,29 @@ func writeError(w http.ResponseWriter, e *Error) {
 	enc.Encode(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
 }
 
-// asAPIError maps err to the error answered: an *Error as is, a body over
-// its limit to 413, anything else to a 500 whose details stay in the log.
+// kindStatus is the one table from the core's error kinds to the API's
+// statuses and codes.
+var kindStatus = []struct {
+	kind   error
+	status int
+	code   string
+}{
+	{archive.ErrInvalidGeometry, http.StatusBadRequest, CodeInvalidGeometry},
+	{archive.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
+	{archive.ErrQuota, http.StatusBadRequest, CodeBadRequest},
+	{archive.ErrUnauthenticated, http.StatusForbidden, CodeUnauthorized},
+	{archive.ErrBadPassword, http.StatusForbidden, CodeUnauthorized},
+	{archive.ErrForbidden, http.StatusForbidden, CodeForbidden},
+	{archive.ErrNoImagery, http.StatusNotFound, CodeNoImagery},
+	{archive.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{archive.ErrExists, http.StatusConflict, CodeConflict},
+	{archive.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
+	{archive.ErrBusy, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// asAPIError maps err to the error answered: an *Error as is, a core error
+// by its kind (kindStatus), a body over its limit to 413, anything else to
+// a 500 whose details stay in the log.
 func asAPIError(err error) (e *Error, internal bool) {
 	if errors.As(err, &e) {
 		return e, false
@@ -96,10 +122,35 @@ func asAPIError(err error) (e *Error, internal bool) {
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
 			Message: fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)}, false
 	}
-	if IsBusy(err) {
-		// Another process (an admin command) held the database's write lock
-		// past the busy timeout: a transient condition, not a server fault.
-		return unavailable("the database is busy; retry shortly"), false
+	for _, k := range kindStatus {
+		if errors.Is(err, k.kind) {
+			e := &Error{Status: k.status, Code: k.code, Message: err.Error()}
+			var ae *archive.Error
+			if errors.As(err, &ae) {
+				e.Message, e.RetryAfter = ae.Msg, ae.RetryAfter
+			}
+			if k.kind == archive.ErrBusy {
+				e.RetryAfter = max(e.RetryAfter, 1)
+				if ae == nil {
+					// Another process held the database's write lock past
+					// the busy timeout: transient, not a server fault.
+					e.Message = "the database is busy; retry shortly"
+				}
+			}
+			if k.kind == archive.ErrRateLimited {
+				e.RetryAfter = max(e.RetryAfter, 1)
+			}
+			return e, false
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away: nothing to answer, nothing to log as a fault.
+		return &Error{Status: StatusClientClosed, Code: CodeCanceled, Message: "request canceled"}, false
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, true
 }
+
+// StatusClientClosed is logged for requests whose client went away (nginx's 499).
+const StatusClientClosed = 499
+
+func isNotFound(err error) bool { return errors.Is(err, archive.ErrNotFound) }

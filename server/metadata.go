@@ -67,26 +67,7 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	f, err := s.store.FieldSummary(r.Context(), c.user.ID, rec.FieldName)
-	if errors.Is(err, ErrNotFound) {
-		return fieldNotFound(rec.FieldName)
-	}
-	if err != nil {
-		return err
-	}
-	var (
-		replaced bool
-		count    int
-	)
-	err = s.store.UpdateSeasons(r.Context(), f.ID, func(current []Season) ([]Season, error) {
-		seasons, err := decodeSeasons(current)
-		if err != nil {
-			return nil, err
-		}
-		replaced = seasons.Upsert(rec)
-		count = len(seasons)
-		return encodeSeasons(seasons)
-	})
+	f, replaced, count, err := s.core.RegisterSeason(r.Context(), c.user, rec)
 	if err != nil {
 		return err
 	}
@@ -100,30 +81,6 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	})
 }
 
-func decodeSeasons(stored []Season) (metadata.Seasons, error) {
-	var out metadata.Seasons
-	for _, se := range stored {
-		var rec metadata.Record
-		if err := json.Unmarshal(se.Record, &rec); err != nil {
-			return nil, fmt.Errorf("stored season %s: %w", se.StartDate, err)
-		}
-		out.Upsert(rec)
-	}
-	return out, nil
-}
-
-func encodeSeasons(seasons metadata.Seasons) ([]Season, error) {
-	out := make([]Season, 0, len(seasons))
-	for _, rec := range seasons {
-		b, err := json.Marshal(rec)
-		if err != nil {
-			return nil, fmt.Errorf("encode season %s: %w", rec.StartDate, err)
-		}
-		out = append(out, Season{StartDate: rec.StartDate, Record: b})
-	}
-	return out, nil
-}
-
 type metadataListResponse struct {
 	FieldName string           `json:"field_name"`
 	Seasons   metadata.Seasons `json:"seasons"`
@@ -131,17 +88,16 @@ type metadataListResponse struct {
 
 // handleMetadataList returns a field's seasons by start date.
 func (s *Server) handleMetadataList(w http.ResponseWriter, r *http.Request, c *call) error {
-	f, err := s.loadField(r.Context(), c, false)
+	name, err := c.params.required("field_name")
 	if err != nil {
 		return err
 	}
-	stored, err := s.store.Seasons(r.Context(), f.ID)
+	f, seasons, err := s.core.Seasons(r.Context(), c.user, name)
 	if err != nil {
 		return err
 	}
-	seasons, err := decodeSeasons(stored)
-	if err != nil {
-		return err
+	if seasons == nil {
+		seasons = metadata.Seasons{}
 	}
 	return writeJSON(w, http.StatusOK, metadataListResponse{FieldName: f.Name, Seasons: seasons})
 }

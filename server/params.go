@@ -24,7 +24,11 @@ type params map[string]json.RawMessage
 // that is not a JSON object or a form is a 400; a body over the limit a 413.
 // With an error the query parameters are still returned, so the caller can
 // authenticate (a token in the query) before answering the error.
-func readParams(r *http.Request) (params, error) {
+//
+// Multipart forms are held in memory up to limit (the route's body bound):
+// nothing is spooled to the system's temporary folder, and nothing is read
+// before the caller is authenticated when its token is in the header or query.
+func readParams(r *http.Request, limit int64) (params, error) {
 	p := params{}
 	for k, v := range r.URL.Query() {
 		if len(v) > 0 {
@@ -48,7 +52,7 @@ func readParams(r *http.Request) (params, error) {
 		}
 		return p, nil
 	case "multipart/form-data":
-		if err := r.ParseMultipartForm(8 << 20); err != nil {
+		if err := r.ParseMultipartForm(limit + 1); err != nil {
 			return p, bodyError("read multipart form", err)
 		}
 		for k, v := range r.MultipartForm.Value {
@@ -137,9 +141,6 @@ func (p params) float(name string) (float64, bool, error) {
 	return f, true, nil
 }
 
-// DateLayout is the API's date format.
-const DateLayout = "2006-01-02"
-
 // date returns a YYYY-MM-DD parameter, checked to be a real calendar date.
 func (p params) date(name string) (string, bool, error) {
 	s, ok, err := p.str(name)
@@ -150,8 +151,8 @@ func (p params) date(name string) (string, bool, error) {
 	if s == "" {
 		return "", false, nil
 	}
-	t, err := time.Parse(DateLayout, s)
-	if err != nil || t.Format(DateLayout) != s {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil || t.Format(time.DateOnly) != s {
 		return "", false, badRequest("parameter %s must be a date YYYY-MM-DD, got %q", name, s)
 	}
 	return s, true, nil
@@ -217,4 +218,37 @@ func (p params) labels(name string) (map[string]string, bool, error) {
 		return nil, false, badRequest("parameter %s has more than 100 labels", name)
 	}
 	return m, true, nil
+}
+
+// rawList is list without lower-casing (free labels keep their case; index
+// names among them are matched lower-cased by the caller).
+func (p params) rawList(name string) ([]string, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return nil, false, nil
+	}
+	var items []string
+	if err := json.Unmarshal(v, &items); err != nil {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, false, badRequest("parameter %s must be a list of names or a comma-separated string", name)
+		}
+		if t := strings.TrimSpace(s); strings.HasPrefix(t, "[") && json.Unmarshal([]byte(t), &items) == nil {
+			// a JSON list sent as a form value
+		} else {
+			items = strings.Split(s, ",")
+		}
+	}
+	out := []string{}
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out, true, nil
+}
+
+func roundTo(v float64, decimals int) float64 {
+	p := math.Pow(10, float64(decimals))
+	return math.Round(v*p) / p
 }

@@ -7,141 +7,89 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
 
-	"github.com/cropkit/cropkit/colormap"
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/imagery"
 )
 
-// Config configures a Server. Only Store is required.
+// Config configures a Server. Only Archive is required.
 type Config struct {
-	// Store is the data directory the server serves and ingests into.
-	Store *Store
-	// Catalogue is the index catalogue; nil means imagery.NewCatalogue().
-	Catalogue *imagery.Catalogue
-	// MinClear is the fraction of a field's pixels that must be clear for an
-	// image to be usable (downloads, lists); 0 means DefaultMinClear.
-	MinClear float64
-	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 1 MiB.
+	// Archive is the field archive the server answers from and ingests into.
+	Archive *archive.Archive
+	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 1 MiB. A
+	// request whose token is only inside its body is read up to this bound
+	// whatever its route allows.
 	MaxBodyBytes int64
 	// MaxUploadBytes bounds scene uploads to /scenes/ingest; 0 means 2 GiB.
 	MaxUploadBytes int64
-	// Workers bounds the fields ingested concurrently; 0 means GOMAXPROCS.
-	Workers int
-	// Logger receives request and ingestion logs; nil discards them.
+	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
-	// Webhooks configures notification delivery (webhooks.go; Server.RunWebhooks delivers).
-	Webhooks WebhookOptions
-	// Limits caps what one account may register; zero fields take the
-	// defaults of DefaultLimits.
-	Limits Limits
 	// HeavyRequests bounds the CPU- and memory-heavy operations (zones,
-	// conversions, uploads, scene uploads) running at once; 0 means 2.
-	// Beyond, a request waits up to HeavyWait, then gets 503 with Retry-After.
+	// conversions, uploads, scene uploads) running at once; 0 means 2. One
+	// account holds at most half of them (at least one). Beyond, a request
+	// waits up to HeavyWait, then gets 503 with Retry-After.
 	HeavyRequests int
 	// HeavyWait is how long a heavy request queues for a slot; 0 means 5s.
 	HeavyWait time.Duration
-	// IngestAllowPrivate lets /scenes/ingest fetch scenes from loopback,
-	// private, link-local and metadata addresses (see IngestOptions.Untrusted).
-	IngestAllowPrivate bool
+	// ReadTimeout bounds reading a small request (JSON, forms); 0 means 30s.
+	// Routes taking uploads get UploadReadTimeout (0: 10 minutes).
+	ReadTimeout, UploadReadTimeout time.Duration
+	// LoginLimit is how many failed logins one account, and four times as
+	// many one client address, may make per LoginWindow before 429; 0 means
+	// 10 per minute.
+	LoginLimit  int
+	LoginWindow time.Duration
 }
-
-// Limits are the per-account and per-field caps (400 beyond, with the reason).
-type Limits struct {
-	// FieldsPerUser is the number of fields one account may register.
-	FieldsPerUser int
-	// FieldExtentHa bounds the area of a field's lon/lat bounding box, in
-	// hectares: ingestion reads the whole box.
-	FieldExtentHa float64
-	// FieldParts bounds the polygons of a field's MultiPolygon.
-	FieldParts int
-	// WebhooksPerUser is the number of webhook URLs one account may register.
-	WebhooksPerUser int
-}
-
-// DefaultLimits are the limits used for zero Limits fields.
-func DefaultLimits() Limits {
-	return Limits{FieldsPerUser: 10000, FieldExtentHa: 100000, FieldParts: 100, WebhooksPerUser: 20}
-}
-
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits()
-	if l.FieldsPerUser <= 0 {
-		l.FieldsPerUser = d.FieldsPerUser
-	}
-	if l.FieldExtentHa <= 0 {
-		l.FieldExtentHa = d.FieldExtentHa
-	}
-	if l.FieldParts <= 0 {
-		l.FieldParts = d.FieldParts
-	}
-	if l.WebhooksPerUser <= 0 {
-		l.WebhooksPerUser = d.WebhooksPerUser
-	}
-	return l
-}
-
-// DefaultMinClear is the clear fraction from which a field's image is usable.
-const DefaultMinClear = 0.6
 
 // Server is the cropkit HTTP API. Create it with New; it is an http.Handler.
 type Server struct {
-	store     *Store
-	cat       *imagery.Catalogue
-	minClear  float64
-	maxBody   int64
-	maxUpload int64
-	workers   int
-	log       *slog.Logger
-	mux       *http.ServeMux
-	handler   http.Handler
-	png       *colormap.Encoder
-	hooks     *webhooks
-	limits    Limits
-	// ingestAllowPrivate: see Config.IngestAllowPrivate.
-	ingestAllowPrivate bool
-	heavy              chan struct{} // slots of the heavy operations
-	heavyWait          time.Duration
+	core        *archive.Archive
+	cat         *imagery.Catalogue
+	maxBody     int64
+	maxUpload   int64
+	log         *slog.Logger
+	mux         *http.ServeMux
+	handler     http.Handler
+	heavy       *slots // heavy operations
+	bodies      *slots // large bodies being received
+	heavyWait   time.Duration
+	readTimeout time.Duration
+	upTimeout   time.Duration
+	logins      *rateLimiter
 }
 
-// New returns a server over cfg.Store.
+// New returns a server over cfg.Archive.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: Config.Store is nil")
+	if cfg.Archive == nil {
+		return nil, errors.New("server: Config.Archive is nil")
 	}
 	s := &Server{
-		store:     cfg.Store,
-		cat:       cfg.Catalogue,
-		minClear:  cfg.MinClear,
-		maxBody:   cfg.MaxBodyBytes,
-		maxUpload: cfg.MaxUploadBytes,
-		workers:   cfg.Workers,
-		log:       cfg.Logger,
-		mux:       http.NewServeMux(),
-		png:       colormap.NewEncoder(),
-		limits:    cfg.Limits.withDefaults(),
-		heavyWait: cfg.HeavyWait,
-
-		ingestAllowPrivate: cfg.IngestAllowPrivate,
+		core:        cfg.Archive,
+		cat:         cfg.Archive.Catalogue(),
+		maxBody:     cfg.MaxBodyBytes,
+		maxUpload:   cfg.MaxUploadBytes,
+		log:         cfg.Logger,
+		mux:         http.NewServeMux(),
+		heavyWait:   cfg.HeavyWait,
+		readTimeout: cfg.ReadTimeout,
+		upTimeout:   cfg.UploadReadTimeout,
 	}
 	if cfg.HeavyRequests <= 0 {
 		cfg.HeavyRequests = 2
 	}
-	s.heavy = make(chan struct{}, cfg.HeavyRequests)
+	s.heavy = newSlots(cfg.HeavyRequests)
+	s.bodies = newSlots(2 * cfg.HeavyRequests)
 	if s.heavyWait <= 0 {
 		s.heavyWait = 5 * time.Second
 	}
-	if s.cat == nil {
-		s.cat = imagery.NewCatalogue()
+	if s.readTimeout <= 0 {
+		s.readTimeout = 30 * time.Second
 	}
-	if s.minClear <= 0 {
-		s.minClear = DefaultMinClear
-	}
-	if s.minClear > 1 {
-		return nil, fmt.Errorf("server: MinClear %v is not a fraction in (0, 1]", s.minClear)
+	if s.upTimeout <= 0 {
+		s.upTimeout = 10 * time.Minute
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
@@ -149,22 +97,23 @@ func New(cfg Config) (*Server, error) {
 	if s.maxUpload <= 0 {
 		s.maxUpload = 2 << 30
 	}
-	if s.workers <= 0 {
-		s.workers = runtime.GOMAXPROCS(0)
-	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if err := s.initWebhooks(cfg.Webhooks); err != nil {
-		return nil, err
+	if cfg.LoginLimit <= 0 {
+		cfg.LoginLimit = 10
 	}
+	if cfg.LoginWindow <= 0 {
+		cfg.LoginWindow = time.Minute
+	}
+	s.logins = newRateLimiter(cfg.LoginLimit, cfg.LoginWindow)
 	s.routes()
 	s.handler = s.recoverer(s.logRequests(http.HandlerFunc(s.dispatch)))
 	return s, nil
 }
 
-// Store is the server's store.
-func (s *Server) Store() *Store { return s.store }
+// Archive is the server's core.
+func (s *Server) Archive() *archive.Archive { return s.core }
 
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -194,7 +143,8 @@ type route struct {
 
 // call is what a handler gets besides the request: the authenticated user and the parameters.
 type call struct {
-	user   User
+	user   archive.User
+	token  archive.Token
 	params params
 }
 
@@ -208,7 +158,11 @@ var (
 func (s *Server) routes() {
 	all := []route{
 		{methods: readable, paths: []string{"/openapi.json"}, access: public, handle: s.handleOpenAPI},
-		{methods: postOnly, paths: []string{"/login"}, access: public, handle: s.handleLogin},
+		{methods: postOnly, paths: []string{"/login", "/user/login"}, access: public, handle: s.handleLogin},
+		{methods: postOnly, paths: []string{"/user/refresh_token", "/tokens/refresh"}, access: user, handle: s.handleRefreshToken},
+		{methods: readable, paths: []string{"/tokens/list"}, access: user, handle: s.handleTokensList},
+		{methods: postOnly, paths: []string{"/tokens/revoke"}, access: user, handle: s.handleTokensRevoke},
+		{methods: readable, paths: []string{"/fields/check/{field_name}"}, access: user, handle: s.handleFieldCheck},
 		{methods: postOnly, paths: []string{"/fields/register"}, access: user, handle: s.handleFieldRegister},
 		{methods: postOnly, paths: []string{"/fields/update"}, access: user, handle: s.handleFieldUpdate},
 		{methods: postOnly, paths: []string{"/fields/delete"}, access: user, handle: s.handleFieldDelete},
@@ -288,8 +242,9 @@ func (h *headerRecorder) WriteHeader(code int) {
 	}
 }
 
-// operation wraps a route's handler with the body limit, parameter parsing,
-// authentication and error answering.
+// operation wraps a route's handler with the body limit and read deadline,
+// authentication (before the body is read, when the token is in the header
+// or the query), parameter parsing and error answering.
 func (s *Server) operation(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit := rt.maxBody
@@ -299,13 +254,48 @@ func (s *Server) operation(rt route) http.Handler {
 		case limit < 0:
 			limit = s.maxUpload
 		}
+		tok, terr := requestToken(r)
+		if rt.access != public && tok == "" && terr == nil {
+			// A token only inside the body: read at most the small limit
+			// before knowing who sends it.
+			limit = min(limit, s.maxBody)
+		}
 		if r.ContentLength > limit {
 			writeError(w, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
 				Message: fmt.Sprintf("request body larger than %d bytes", limit)})
 			return
 		}
+		// Slow senders cannot hold a connection (nor, below, a slot) for long.
+		timeout := s.readTimeout
+		if limit > s.maxBody {
+			timeout = s.upTimeout
+		}
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) // unsupported by some test writers: fine
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		c := &call{}
+		if rt.access != public {
+			if terr != nil {
+				s.fail(w, r, terr)
+				return
+			}
+			if tok != "" {
+				u, t, err := s.core.Authenticate(r.Context(), tok)
+				if err != nil {
+					s.fail(w, r, err)
+					return
+				}
+				c.user, c.token = u, t
+			}
+		}
+		if limit > s.maxBody && bodyPresent(r) {
+			// Large bodies are received a few at a time, fairly per account.
+			release, err := s.bodies.acquire(r.Context(), c.user.ID, s.heavyWait)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			defer release()
+		}
 		var perr error
 		if rt.raw {
 			c.params = params{}
@@ -315,26 +305,31 @@ func (s *Server) operation(rt route) http.Handler {
 				}
 			}
 		} else {
-			c.params, perr = readParams(r)
+			c.params, perr = readParams(r, limit)
+			if r.MultipartForm != nil {
+				defer r.MultipartForm.RemoveAll()
+			}
 		}
-		if rt.access != public {
-			u, err := s.authenticate(r, c.params)
+		if rt.access != public && tok == "" {
+			bodyTok, _, _ := c.params.str("token")
+			u, t, err := s.core.Authenticate(r.Context(), bodyTok)
 			if err != nil {
 				s.fail(w, r, err)
 				return
 			}
-			if rt.access == admin && !u.Admin {
-				s.fail(w, r, forbidden("operation reserved to administrators"))
-				return
-			}
-			c.user = u
+			c.user, c.token = u, t
+		}
+		if rt.access == admin && !c.user.Admin {
+			s.fail(w, r, forbidden("operation reserved to administrators"))
+			return
 		}
 		if perr != nil {
 			s.fail(w, r, perr)
 			return
 		}
 		if rt.heavy {
-			release, err := s.acquireHeavy(r)
+			// Taken once the body is read: a slow sender holds no slot.
+			release, err := s.heavy.acquire(r.Context(), c.user.ID, s.heavyWait)
 			if err != nil {
 				s.fail(w, r, err)
 				return
@@ -347,26 +342,21 @@ func (s *Server) operation(rt route) http.Handler {
 	})
 }
 
-// acquireHeavy takes a heavy-operation slot, waiting up to Config.HeavyWait:
-// a few zone computations or conversions can use gigabytes, so they queue
-// instead of all running at once; past the wait the client is told to retry.
-func (s *Server) acquireHeavy(r *http.Request) (release func(), err error) {
-	select {
-	case s.heavy <- struct{}{}:
-		return func() { <-s.heavy }, nil
-	default:
+func bodyPresent(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// requestToken is the token of "Authorization: Bearer <t>" or of the token
+// query parameter ("" when neither); a malformed header is an error.
+func requestToken(r *http.Request) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, rest, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(rest) == "" {
+			return "", &Error{Status: http.StatusForbidden, Code: CodeUnauthorized, Message: "Authorization header must be \"Bearer <token>\""}
+		}
+		return strings.TrimSpace(rest), nil
 	}
-	t := time.NewTimer(s.heavyWait)
-	defer t.Stop()
-	select {
-	case s.heavy <- struct{}{}:
-		return func() { <-s.heavy }, nil
-	case <-t.C:
-		return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: "too many heavy requests running; retry shortly", RetryAfter: 2}
-	case <-r.Context().Done():
-		return nil, r.Context().Err()
-	}
+	return r.URL.Query().Get("token"), nil
 }
 
 // fail answers err in the JSON error shape, logging internal errors.
@@ -374,38 +364,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e, internal := asAPIError(err)
 	if internal {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	} else if e.Status == StatusClientClosed {
+		s.log.InfoContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path)
 	}
 	writeError(w, e)
-}
-
-// authenticate finds the caller from "Authorization: Bearer <t>" or the
-// token parameter (query, form or JSON body).
-func (s *Server) authenticate(r *http.Request, p params) (User, error) {
-	tok := ""
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, rest, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(rest) == "" {
-			return User{}, unauthorized("Authorization header must be \"Bearer <token>\"")
-		}
-		tok = strings.TrimSpace(rest)
-	} else if t, ok, _ := p.str("token"); ok {
-		tok = t
-	}
-	if tok == "" {
-		return User{}, unauthorized("missing token: send Authorization: Bearer <token> or the token parameter")
-	}
-	u, err := s.store.UserByToken(r.Context(), tok)
-	if errors.Is(err, ErrNotFound) {
-		return User{}, unauthorized("invalid token")
-	}
-	if err != nil {
-		return User{}, err
-	}
-	return u, nil
-}
-
-func unauthorized(msg string) *Error {
-	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: msg}
 }
 
 // statusWriter records the status and size of a response for the log.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/zoning"
@@ -79,7 +79,7 @@ func zoneError(err error) error {
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidGeometry, Message: "parcel_geojson: " + err.Error()}
 	case errors.Is(err, zoning.ErrTooFewPixels):
 		return &Error{Status: http.StatusNotFound, Code: CodeNoImagery, Message: err.Error()}
-	case errors.Is(err, zoning.ErrInvalidParam), errors.Is(err, zoning.ErrInvalidLayers),
+	case errors.Is(err, zoning.ErrInvalidLayers),
 		errors.Is(err, zoning.ErrShapefile), errors.Is(err, zoning.ErrUnknownPRJ),
 		errors.Is(err, zoning.ErrAttribute), errors.Is(err, zoning.ErrEmptyLayer),
 		errors.Is(err, crs.ErrUnsupportedCRS), errors.Is(err, crs.ErrMalformedCRS),
@@ -89,164 +89,6 @@ func zoneError(err error) error {
 		return badRequest("%v", err)
 	}
 	return err
-}
-
-func noImagery(format string, args ...any) *Error {
-	return &Error{Status: http.StatusNotFound, Code: CodeNoImagery, Message: fmt.Sprintf(format, args...)}
-}
-
-// registeredIndex checks that the caller may use index (400 unknown, 403
-// forbidden) and that field f is registered for it (400, naming it).
-func (s *Server) registeredIndex(u User, f Field, index string) error {
-	if err := s.checkIndex(u, index); err != nil {
-		return err
-	}
-	if !slices.Contains(f.Indices, index) {
-		return badRequest("field %q is not registered for index %q (registered: %s)", f.Name, index, strings.Join(f.Indices, ", "))
-	}
-	return nil
-}
-
-// usableImages lists field f's usable products of index between from and to
-// (inclusive, "" = open), by date.
-func (s *Server) usableImages(ctx context.Context, f Field, index, from, to string) ([]StoredProduct, error) {
-	return s.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, From: from, To: to, UsableOnly: true})
-}
-
-// layerValues are an index's values on a field's grid and the dates they come from.
-type layerValues struct {
-	grid   geo.Grid
-	values []float64
-	dates  []string
-}
-
-// meanValues reads the stored values of products (one field and index, on
-// one grid) and averages them per pixel (zoning.MeanValues).
-func (s *Server) meanValues(f Field, products []StoredProduct) (layerValues, error) {
-	out := layerValues{grid: products[0].Grid}
-	grids := make([][]float64, 0, len(products))
-	for _, p := range products {
-		if p.Grid != out.grid {
-			return layerValues{}, badRequest("the %s images of field %q lie on different pixel grids (%s, %s): choose dates of one tile",
-				p.Index, f.Name, products[0].Date, p.Date)
-		}
-		values, err := s.storedValues(imageRequest{field: f, index: p.Index, chosen: p})
-		if err != nil {
-			return layerValues{}, err
-		}
-		grids = append(grids, values)
-		out.dates = append(out.dates, p.Date)
-	}
-	if len(grids) == 1 {
-		out.values = grids[0]
-		return out, nil
-	}
-	v, err := zoning.MeanValues(grids...)
-	if err != nil {
-		return layerValues{}, fmt.Errorf("mean of %d images: %w", len(grids), err)
-	}
-	out.values = v
-	return out, nil
-}
-
-// storedValues are the chosen product's stored pixel values (NaN where
-// null), row-major on its grid. The §2.5 document is scanned for its index
-// array directly: decoding the whole document with encoding/json took more
-// than half of a 10,000 ha zone request. A document the scan does not
-// understand is decoded in full (storedReport).
-func (s *Server) storedValues(q imageRequest) ([]float64, error) {
-	doc, err := s.readProduct(q, "json")
-	if err != nil {
-		return nil, err
-	}
-	if v, ok := scanIndexValues(doc, q.index, q.chosen.Grid.Cols*q.chosen.Grid.Rows); ok {
-		return v, nil
-	}
-	rep, err := s.storedReport(q)
-	if err != nil {
-		return nil, err
-	}
-	return rep.Values, nil
-}
-
-// scanIndexValues reads the 2-D array of key index ([[v, null, …], …]) of
-// a §2.5 document as n values; ok is false on anything unexpected.
-func scanIndexValues(doc []byte, index string, n int) (values []float64, ok bool) {
-	key := append(strconv.AppendQuote(nil, index), ':')
-	i := bytes.Index(doc, key)
-	if i < 0 {
-		return nil, false
-	}
-	p := i + len(key)
-	out := make([]float64, 0, n)
-	depth := 0
-	for p < len(doc) {
-		switch c := doc[p]; {
-		case c == '[':
-			depth++
-			if depth > 2 {
-				return nil, false
-			}
-			p++
-		case c == ']':
-			depth--
-			p++
-			if depth == 0 {
-				return out, len(out) == n
-			}
-		case c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r':
-			p++
-		case depth != 2:
-			return nil, false
-		case c == 'n':
-			if !bytes.HasPrefix(doc[p:], []byte("null")) {
-				return nil, false
-			}
-			out = append(out, math.NaN())
-			p += 4
-		default:
-			end := p
-			for end < len(doc) && doc[end] != ',' && doc[end] != ']' && doc[end] != ' ' {
-				end++
-			}
-			v, err := strconv.ParseFloat(string(doc[p:end]), 64)
-			if err != nil {
-				return nil, false
-			}
-			out = append(out, v)
-			p = end
-		}
-		if len(out) > n {
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// cropHealthLayer resolves a §2.3 crop_health layer of field f: the usable
-// image of Date (that date when usable, else the closest, as downloads do), or
-// the mean over the usable images from StartDate to EndDate.
-func (s *Server) cropHealthLayer(ctx context.Context, f Field, spec zoning.LayerSpec) (layerValues, error) {
-	if spec.IsRange() {
-		from, to := spec.StartDate.Format(DateLayout), spec.EndDate.Format(DateLayout)
-		ps, err := s.usableImages(ctx, f, spec.Index, from, to)
-		if err != nil {
-			return layerValues{}, err
-		}
-		if len(ps) == 0 {
-			return layerValues{}, noImagery("no usable %s image of field %q from %s to %s", spec.Index, f.Name, from, to)
-		}
-		return s.meanValues(f, ps)
-	}
-	ps, err := s.usableImages(ctx, f, spec.Index, "", "")
-	if err != nil {
-		return layerValues{}, err
-	}
-	if len(ps) == 0 {
-		return layerValues{}, noImagery("no usable %s image of field %q (none ingested yet, or all cloudy)", spec.Index, f.Name)
-	}
-	i := closestDate(ps, spec.Date.Format(DateLayout))
-	return s.meanValues(f, ps[i:i+1])
 }
 
 // requestFiles are the files parts of a multipart request by base file name.
@@ -307,15 +149,15 @@ func readPart(fh *multipart.FileHeader) ([]byte, error) {
 // customLayer resolves a §2.3 custom layer: the shapefile spec.Filename
 // from the request's files, completed by the set uploaded before for field f
 // (request files win), rasterized onto grid.
-func (s *Server) customLayer(f Field, spec zoning.LayerSpec, reqFiles map[string][]byte, grid geo.Grid) ([]float64, error) {
+func (s *Server) customLayer(ctx context.Context, f archive.Field, spec zoning.LayerSpec, reqFiles map[string][]byte, grid geo.Grid) ([]float64, error) {
 	files := map[string][]byte{}
-	stored, err := s.store.Shapefile(f.ID, spec.Filename)
+	stored, err := s.core.Upload(ctx, f, spec.Filename)
 	switch {
 	case err == nil:
 		for k, v := range stored.Files {
 			files[k] = v
 		}
-	case !errors.Is(err, ErrNotFound):
+	case !isNotFound(err):
 		return nil, err
 	}
 	for k, v := range reqFiles {
@@ -341,13 +183,13 @@ func (s *Server) customLayer(f Field, spec zoning.LayerSpec, reqFiles map[string
 // The request's files are used, never stored.
 func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request, c *call) error {
 	ctx := r.Context()
-	p, err := zoning.ParseZonesParams(c.params.formValue)
+	p, err := ParseZonesParams(c.params.formValue)
 	if err != nil {
 		return zoneError(err)
 	}
 	for _, spec := range p.Layers {
 		if spec.Type == zoning.CropHealth {
-			if err := s.checkIndex(c.user, spec.Index); err != nil {
+			if err := s.core.CheckIndex(c.user, spec.Index); err != nil {
 				return err
 			}
 		}
@@ -356,7 +198,7 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	f, err := s.loadField(ctx, c, true)
+	f, err := s.field(ctx, c, true)
 	if err != nil {
 		return err
 	}
@@ -369,31 +211,31 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 	// Crop-health layers first: the first one's grid is the zones' grid.
 	layers := make([]zoning.Layer, len(p.Layers))
 	var grid geo.Grid
-	var dates []string
+	var used []archive.LayerValues
 	for i, spec := range p.Layers {
 		if spec.Type != zoning.CropHealth {
 			continue
 		}
-		if err := s.registeredIndex(c.user, f, spec.Index); err != nil {
+		if err := s.core.RegisteredIndex(c.user, f, spec.Index); err != nil {
 			return err
 		}
-		lv, err := s.cropHealthLayer(ctx, f, spec)
+		lv, err := s.core.CropHealthLayer(ctx, f, spec)
 		if err != nil {
 			return err
 		}
-		if len(dates) == 0 {
-			grid = lv.grid
-		} else if lv.grid != grid {
+		if len(used) == 0 {
+			grid = lv.Grid
+		} else if lv.Grid != grid {
 			return badRequest("layer %d: its images lie on another pixel grid than layer 0's: choose dates of one tile", i)
 		}
-		dates = append(dates, lv.dates...)
-		layers[i] = zoning.Layer{Name: spec.Index, Type: zoning.CropHealth, Values: lv.values, Weight: spec.Weight}
+		used = append(used, lv)
+		layers[i] = zoning.Layer{Name: spec.Index, Type: zoning.CropHealth, Values: lv.Values, Weight: spec.Weight}
 	}
 	for i, spec := range p.Layers {
 		if spec.Type != zoning.Custom {
 			continue
 		}
-		values, err := s.customLayer(f, spec, reqFiles, grid)
+		values, err := s.customLayer(ctx, f, spec, reqFiles, grid)
 		if err != nil {
 			return err
 		}
@@ -403,7 +245,7 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	return writeZones(w, col, p.Format, f.Name, fileBaseName(f.Name)+"_zones", "")
+	return writeZones(w, col, p.Format, f.Name, safeFileName(f.Name)+"_zones", archive.ImageDates(used...))
 }
 
 // zones runs the library on region's pixels of grid: k-means zones,
@@ -428,17 +270,6 @@ func (s *Server) zones(ctx context.Context, grid geo.Grid, region orb.MultiPolyg
 	return col.WithPrescription(rx), nil
 }
 
-// fileBaseName is a field name made safe for a file name.
-func fileBaseName(name string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
-			return r
-		}
-		return '_'
-	}, name)
-}
-
 // writeZones answers col in format: the §2.4 collection as application/json
 // (geojson), or a zip (shapefile, isoxml), with a Content-Disposition file
 // name. date, when set, is sent as X-Image-Date.
@@ -455,7 +286,7 @@ func writeZones(w http.ResponseWriter, col *zoning.Collection, format zoning.For
 	}
 	h := w.Header()
 	h.Set("Content-Type", ct)
-	h.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", base+format.Extension()))
+	h.Set("Content-Disposition", contentDisposition(base+format.Extension()))
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	if date != "" {
 		h.Set("X-Image-Date", date)
@@ -471,99 +302,35 @@ func writeZones(w http.ResponseWriter, col *zoning.Collection, format zoning.For
 // mean over the season's usable images (seasonRange).
 func (s *Server) handlePrescriptionZones(w http.ResponseWriter, r *http.Request, c *call) error {
 	ctx := r.Context()
-	p, err := zoning.ParsePrescriptionParams(c.params.formValue)
+	p, err := ParsePrescriptionParams(c.params.formValue)
 	if err != nil {
 		return zoneError(err)
 	}
-	if err := s.checkIndex(c.user, p.Index); err != nil {
+	if err := s.core.CheckIndex(c.user, p.Index); err != nil {
 		return err
 	}
-	f, err := s.loadField(ctx, c, true)
-	if err != nil {
-		return err
-	}
-	if err := s.registeredIndex(c.user, f, p.Index); err != nil {
-		return err
-	}
-	ps, err := s.usableImages(ctx, f, p.Index, "", "")
+	f, err := s.field(ctx, c, true)
 	if err != nil {
 		return err
 	}
-	if len(ps) == 0 {
-		return noImagery("no usable %s image of field %q (none ingested yet, or all cloudy)", p.Index, f.Name)
+	if err := s.core.RegisteredIndex(c.user, f, p.Index); err != nil {
+		return err
 	}
-	var chosen []StoredProduct
-	date := ""
-	switch p.Prescription.Type {
-	case zoning.NFertilizer:
-		want := ""
-		if !p.Date.IsZero() {
-			want = p.Date.Format(DateLayout)
-		}
-		i := closestDate(ps, want)
-		chosen, date = ps[i:i+1], ps[i].Date
-	default:
-		from, to, err := s.seasonRange(ctx, f, ps[len(ps)-1].Date)
-		if err != nil {
-			return err
-		}
-		for _, pr := range ps {
-			if pr.Date >= from && (to == "" || pr.Date <= to) {
-				chosen = append(chosen, pr)
-			}
-		}
-		if len(chosen) == 0 {
-			return noImagery("no usable %s image of field %q in its season %s to %s", p.Index, f.Name, from, orOpen(to))
-		}
-	}
-	lv, err := s.meanValues(f, chosen)
+	lv, err := s.core.PrescriptionLayer(ctx, f, p.Index, p.Prescription.Type, p.Date)
 	if err != nil {
 		return err
 	}
-	layers := []zoning.Layer{{Name: p.Index, Type: zoning.CropHealth, Values: lv.values, Weight: 1}}
-	col, err := s.zones(ctx, lv.grid, f.Geometry, layers, p.Zones, p.MinAreaHa, p.Simplify, p.Prescription, p.DstEPSG)
+	layers := []zoning.Layer{{Name: p.Index, Type: zoning.CropHealth, Values: lv.Values, Weight: 1}}
+	col, err := s.zones(ctx, lv.Grid, f.Geometry, layers, p.Zones, p.MinAreaHa, p.Simplify, p.Prescription, p.DstEPSG)
 	if err != nil {
 		return err
 	}
-	base := fileBaseName(f.Name) + "_" + string(p.Prescription.Type) + "_" + p.Index
-	if date != "" {
-		base += "_" + strings.ReplaceAll(date, "-", "")
+	dates := archive.ImageDates(lv)
+	base := safeFileName(f.Name) + "_" + string(p.Prescription.Type) + "_" + p.Index
+	if len(lv.Dates) == 1 {
+		base += "_" + strings.ReplaceAll(lv.Dates[0], "-", "")
 	}
-	return writeZones(w, col, p.Format, f.Name, base, date)
-}
-
-func orOpen(date string) string {
-	if date == "" {
-		return "now"
-	}
-	return date
-}
-
-// seasonRange is the season a seeding prescription averages over: the
-// field's metadata season of its latest usable image (the latest season
-// starting on or before that image's date, from start_date to harvest_date,
-// open-ended without a harvest date), else the 12 months up to the latest
-// usable image. A season registered ahead (a cover crop after harvest, next
-// year's crop) has no image yet, so the last season with imagery is used.
-func (s *Server) seasonRange(ctx context.Context, f Field, latest string) (from, to string, err error) {
-	stored, err := s.store.Seasons(ctx, f.ID)
-	if err != nil {
-		return "", "", err
-	}
-	seasons, err := decodeSeasons(stored)
-	if err != nil {
-		return "", "", err
-	}
-	for i := len(seasons) - 1; i >= 0; i-- {
-		if seasons[i].StartDate <= latest {
-			return seasons[i].StartDate, seasons[i].HarvestDate, nil
-		}
-	}
-	end, err := time.Parse(DateLayout, latest)
-	if err != nil {
-		return "", "", fmt.Errorf("latest image date %q: %w", latest, err)
-	}
-	return end.AddDate(-1, 0, 1).Format(DateLayout), latest, nil
+	return writeZones(w, col, p.Format, f.Name, base, dates)
 }
 
 // uploadJSON describes one stored shapefile set.
@@ -595,7 +362,7 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	f, err := s.loadField(r.Context(), c, false)
+	f, err := s.field(r.Context(), c, false)
 	if err != nil {
 		return err
 	}
@@ -617,7 +384,7 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 	}
 	slices.Sort(shps)
 	now := time.Now().UTC().Truncate(time.Second)
-	var sets []StoredShapefile
+	var sets []archive.Upload
 	out := uploadsResponse{FieldName: f.Name, Uploads: []uploadJSON{}}
 	used := map[string]bool{}
 	for _, shp := range shps {
@@ -629,7 +396,7 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 		if err != nil {
 			return badRequest("%s: %v", shp, err)
 		}
-		set := StoredShapefile{Name: shp, Files: map[string][]byte{}, Uploaded: now}
+		set := archive.Upload{Name: shp, Files: map[string][]byte{}, Uploaded: now}
 		base := strings.TrimSuffix(shp, path.Ext(shp))
 		var names []string
 		for name, data := range files {
@@ -650,30 +417,22 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 		}
 	}
 	for _, set := range sets {
-		if err := s.store.SaveShapefile(f.ID, set); err != nil {
+		if err := s.core.SaveUpload(r.Context(), f, set); errors.Is(err, archive.ErrFieldChanged) {
+			return archive.FieldNotFound(f.Name) // deleted or reshaped meanwhile
+		} else if err != nil {
 			return err
 		}
-	}
-	// A delete racing the upload removed the field's directory before the
-	// files were written: remove them again and answer as for a missing field.
-	if ok, err := s.store.FieldExists(r.Context(), f.ID); err != nil {
-		return err
-	} else if !ok {
-		if err := s.store.RemoveFieldFilesIfGone(r.Context(), f.ID); err != nil {
-			return err
-		}
-		return fieldNotFound(f.Name)
 	}
 	return writeJSON(w, http.StatusCreated, out)
 }
 
 // handleFilesUploads lists the shapefile sets stored for a field.
 func (s *Server) handleFilesUploads(w http.ResponseWriter, r *http.Request, c *call) error {
-	f, err := s.loadField(r.Context(), c, false)
+	f, err := s.field(r.Context(), c, false)
 	if err != nil {
 		return err
 	}
-	sets, err := s.store.Shapefiles(f.ID)
+	sets, err := s.core.Uploads(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -696,7 +455,7 @@ func (s *Server) handleConvertGeoJSON(w http.ResponseWriter, r *http.Request, c 
 	var data []byte
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "multipart/form-data" {
-		if err := r.ParseMultipartForm(8 << 20); err != nil {
+		if err := r.ParseMultipartForm(maxConvertBody + 1); err != nil {
 			return bodyError("read multipart form", err)
 		}
 		defer r.MultipartForm.RemoveAll()
@@ -725,7 +484,7 @@ func (s *Server) handleConvertGeoJSON(w http.ResponseWriter, r *http.Request, c 
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/zip")
-	h.Set("Content-Disposition", `attachment; filename="zones.zip"`)
+	h.Set("Content-Disposition", contentDisposition("zones.zip"))
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(buf.Bytes())

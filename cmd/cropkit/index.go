@@ -327,17 +327,10 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 	return nil
 }
 
-// colormapFor is the spec colormap of an index, or the default ramp over its usual range.
+// colormapFor is the index's colormap (colormap.Lookup over its usual range).
 func colormapFor(cat *imagery.Catalogue, name string) (colormap.Colormap, error) {
-	if c, ok := colormap.ForIndex(name); ok {
-		return c, nil
-	}
 	ix, _ := cat.Lookup(name)
-	lo, hi := ix.Range[0], ix.Range[1]
-	if !(lo < hi) {
-		lo, hi = 0, 1
-	}
-	return colormap.Default(name, lo, hi)
+	return colormap.Lookup(name, ix.Range)
 }
 
 // writeAtomic writes data to path through a temporary file in the same

@@ -1,12 +1,15 @@
-package zoning
+package server
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cropkit/cropkit/zoning"
 )
 
 func getter(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -20,9 +23,9 @@ func TestParseZonesParams(t *testing.T) {
 	assert.Equal(t, "UES-03", p.FieldName)
 	assert.Equal(t, 4, p.Zones)
 	assert.Equal(t, 32631, p.DstEPSG)
-	assert.Equal(t, ISOXML, p.Format)
+	assert.Equal(t, zoning.ISOXML, p.Format)
 	assert.Equal(t, `{"type":"Polygon"}`, string(p.ParcelGeoJSON))
-	assert.Equal(t, Prescription{Type: NFertilizer, BaseRate: 100}, p.Prescription)
+	assert.Equal(t, zoning.Prescription{Type: zoning.NFertilizer, BaseRate: 100}, p.Prescription)
 	assert.Equal(t, 0.2, p.MinAreaHa)
 	assert.Equal(t, 8.0, p.Simplify)
 	assert.Len(t, p.Layers, 1)
@@ -30,9 +33,9 @@ func TestParseZonesParams(t *testing.T) {
 	p, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "2", "layers": oneLayer}))
 	require.NoError(t, err)
 	assert.Equal(t, 4326, p.DstEPSG)
-	assert.Equal(t, GeoJSON, p.Format)
+	assert.Equal(t, zoning.GeoJSON, p.Format)
 	assert.Nil(t, p.ParcelGeoJSON)
-	assert.Equal(t, DefaultMinAreaHa, p.MinAreaHa)
+	assert.Equal(t, zoning.DefaultMinAreaHa, p.MinAreaHa)
 
 	base := map[string]string{"field_name": "f", "n_zones": "3", "layers": oneLayer}
 	tests := []struct{ key, value, param string }{
@@ -63,14 +66,14 @@ func TestParseZonesParams(t *testing.T) {
 			m[tc.key] = tc.value
 			_, err := ParseZonesParams(getter(m))
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrInvalidParam)
-			var pe *ParamError
-			require.True(t, errors.As(err, &pe), "%v", err)
-			assert.Equal(t, tc.param, pe.Param)
+			var e *Error
+			require.True(t, errors.As(err, &e), "%v", err)
+			assert.Equal(t, 400, e.Status)
+			assert.True(t, strings.HasPrefix(e.Message, tc.param+": "), "names %s: %v", tc.param, err)
 		})
 	}
 	_, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "3", "layers": `[{"type":"custom","weight":1,"filename":"a.shp","attribute":"x"}]`}))
-	assert.ErrorIs(t, err, ErrNoCropHealthLayer)
+	assert.ErrorIs(t, err, zoning.ErrNoCropHealthLayer)
 	_, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "3", "dst_crs": "2154", "layers": oneLayer}))
 	assert.ErrorContains(t, err, "2154", "the unsupported code is named")
 }
@@ -79,10 +82,10 @@ func TestParsePrescriptionParams(t *testing.T) {
 	p, err := ParsePrescriptionParams(getter(map[string]string{"field_name": "f", "type": "n_fertilizer", "n_zones": "5", "index": "NDRE", "date": "2019-06-20"}))
 	require.NoError(t, err)
 	assert.Equal(t, PrescriptionParams{FieldName: "f", Zones: 5, Index: "ndre", Date: time.Date(2019, 6, 20, 0, 0, 0, 0, time.UTC),
-		Prescription: Prescription{Type: NFertilizer}, DstEPSG: 4326, Format: GeoJSON, MinAreaHa: DefaultMinAreaHa}, p)
+		Prescription: zoning.Prescription{Type: zoning.NFertilizer}, DstEPSG: 4326, Format: zoning.GeoJSON, MinAreaHa: zoning.DefaultMinAreaHa}, p)
 	p, err = ParsePrescriptionParams(getter(map[string]string{"field_name": "f", "type": "seeding", "n_zones": "3", "index": "ndvi", "strategy": "compensate", "max_rate": "90000"}))
 	require.NoError(t, err)
-	assert.Equal(t, Prescription{Type: Seeding, Strategy: Compensate, MaxRate: 90000}, p.Prescription)
+	assert.Equal(t, zoning.Prescription{Type: zoning.Seeding, Strategy: zoning.Compensate, MaxRate: 90000}, p.Prescription)
 	assert.True(t, p.Date.IsZero())
 
 	base := map[string]string{"field_name": "f", "type": "seeding", "n_zones": "3", "index": "ndvi"}
@@ -100,9 +103,9 @@ func TestParsePrescriptionParams(t *testing.T) {
 		}
 		m[tc.key] = tc.value
 		_, err := ParsePrescriptionParams(getter(m))
-		var pe *ParamError
-		require.True(t, errors.As(err, &pe), "%s=%s: %v", tc.key, tc.value, err)
-		assert.Equal(t, tc.param, pe.Param)
+		var e *Error
+		require.True(t, errors.As(err, &e), "%s=%s: %v", tc.key, tc.value, err)
+		assert.True(t, strings.HasPrefix(e.Message, tc.param+": "), "names %s: %v", tc.param, err)
 	}
 	_, err = ParsePrescriptionParams(getter(map[string]string{"field_name": "f", "type": "n_fertilizer", "n_zones": "3", "index": "ndvi", "date": "June"}))
 	assert.ErrorContains(t, err, "YYYY-MM-DD")

@@ -1,7 +1,6 @@
-package zoning
+package server
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -9,21 +8,8 @@ import (
 	"time"
 
 	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/zoning"
 )
-
-// ErrInvalidParam is matched by every request parameter error (400).
-var ErrInvalidParam = errors.New("invalid parameter")
-
-// ParamError names the request parameter at fault.
-type ParamError struct {
-	Param  string
-	Reason string
-}
-
-func (e *ParamError) Error() string { return e.Param + ": " + e.Reason }
-
-// Is makes errors.Is(err, ErrInvalidParam) true.
-func (e *ParamError) Is(target error) bool { return target == ErrInvalidParam }
 
 // ZonesParams are the §4.1 /v1/variable-rate-zones form values (the token
 // and the files parts aside).
@@ -31,13 +17,13 @@ type ZonesParams struct {
 	FieldName     string
 	Zones         int // n_zones
 	DstEPSG       int // dst_crs, default 4326
-	Layers        []LayerSpec
+	Layers        []zoning.LayerSpec
 	ParcelGeoJSON []byte // parcel_geojson, nil when absent
-	Format        Format
+	Format        zoning.Format
 	// Prescription is the dose rule of the DOSE property: type (default
 	// n_fertilizer), strategy, base_rate, min_rate, max_rate.
-	Prescription Prescription
-	MinAreaHa    float64 // min_area_ha, default DefaultMinAreaHa
+	Prescription zoning.Prescription
+	MinAreaHa    float64 // min_area_ha, default zoning.DefaultMinAreaHa
 	Simplify     float64 // simplify: boundary simplification tolerance in metres, 0 = none
 }
 
@@ -50,19 +36,19 @@ type PrescriptionParams struct {
 	// Date is the n_fertilizer image date (zero: the latest usable image);
 	// seeding takes no date and uses the mean over the season's usable images.
 	Date         time.Time
-	Prescription Prescription // type (required), strategy, base_rate, min_rate, max_rate
-	DstEPSG      int          // dst_crs, default 4326
-	Format       Format
+	Prescription zoning.Prescription // type (required), strategy, base_rate, min_rate, max_rate
+	DstEPSG      int                 // dst_crs, default 4326
+	Format       zoning.Format
 	MinAreaHa    float64
 	Simplify     float64
 }
 
 // ParseZonesParams reads and validates the §4.1 form values through get
-// (e.g. http.Request.FormValue). Errors are *ParamError or match ErrInvalidLayers.
+// (e.g. http.Request.FormValue). Errors are 400s naming the parameter, or match zoning.ErrInvalidLayers.
 func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 	var p ZonesParams
 	var err error
-	if p.FieldName, err = required(get, "field_name"); err != nil {
+	if p.FieldName, err = requiredValue(get, "field_name"); err != nil {
 		return p, err
 	}
 	if p.Zones, err = parseZones(get); err != nil {
@@ -71,11 +57,11 @@ func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 	if p.DstEPSG, err = parseDstCRS(get); err != nil {
 		return p, err
 	}
-	layers, err := required(get, "layers")
+	layers, err := requiredValue(get, "layers")
 	if err != nil {
 		return p, err
 	}
-	if p.Layers, err = ParseLayers([]byte(layers)); err != nil {
+	if p.Layers, err = zoning.ParseLayers([]byte(layers)); err != nil {
 		return p, err
 	}
 	if s := strings.TrimSpace(get("parcel_geojson")); s != "" {
@@ -84,9 +70,9 @@ func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 	if p.Format, err = parseFormatParam(get); err != nil {
 		return p, err
 	}
-	typ := PrescriptionType(strings.TrimSpace(get("type")))
+	typ := zoning.PrescriptionType(strings.TrimSpace(get("type")))
 	if typ == "" {
-		typ = NFertilizer
+		typ = zoning.NFertilizer
 	}
 	if p.Prescription, err = parseRates(get, typ); err != nil {
 		return p, err
@@ -99,33 +85,33 @@ func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 }
 
 // ParsePrescriptionParams reads and validates the §4.3 query values through get.
-// Errors are *ParamError.
+// Errors are 400s naming the parameter.
 func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, error) {
 	var p PrescriptionParams
 	var err error
-	if p.FieldName, err = required(get, "field_name"); err != nil {
+	if p.FieldName, err = requiredValue(get, "field_name"); err != nil {
 		return p, err
 	}
-	typ, err := required(get, "type")
+	typ, err := requiredValue(get, "type")
 	if err != nil {
 		return p, err
 	}
 	if p.Zones, err = parseZones(get); err != nil {
 		return p, err
 	}
-	if p.Index, err = required(get, "index"); err != nil {
+	if p.Index, err = requiredValue(get, "index"); err != nil {
 		return p, err
 	}
 	p.Index = strings.ToLower(p.Index)
-	if p.Prescription, err = parseRates(get, PrescriptionType(typ)); err != nil {
+	if p.Prescription, err = parseRates(get, zoning.PrescriptionType(typ)); err != nil {
 		return p, err
 	}
 	if d := strings.TrimSpace(get("date")); d != "" {
-		if p.Prescription.Type != NFertilizer {
-			return p, &ParamError{"date", "only n_fertilizer takes a date; seeding uses the mean over the season's usable images"}
+		if p.Prescription.Type != zoning.NFertilizer {
+			return p, badRequest("%s: %s", "date", "only n_fertilizer takes a date; seeding uses the mean over the season's usable images")
 		}
-		if p.Date, err = parseDate(d); err != nil {
-			return p, &ParamError{"date", err.Error()}
+		if p.Date, err = time.Parse(time.DateOnly, d); err != nil {
+			return p, badRequest("%s: %s", "date", err.Error())
 		}
 	}
 	if p.DstEPSG, err = parseDstCRS(get); err != nil {
@@ -141,22 +127,22 @@ func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, e
 	return p, err
 }
 
-func required(get func(string) string, key string) (string, error) {
+func requiredValue(get func(string) string, key string) (string, error) {
 	v := strings.TrimSpace(get(key))
 	if v == "" {
-		return "", &ParamError{key, "required"}
+		return "", badRequest("%s: %s", key, "required")
 	}
 	return v, nil
 }
 
 func parseZones(get func(string) string) (int, error) {
-	s, err := required(get, "n_zones")
+	s, err := requiredValue(get, "n_zones")
 	if err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > MaxZones {
-		return 0, &ParamError{"n_zones", fmt.Sprintf("%q is not a whole number from 1 to %d", s, MaxZones)}
+	if err != nil || n < 1 || n > zoning.MaxZones {
+		return 0, badRequest("%s: %s", "n_zones", fmt.Sprintf("%q is not a whole number from 1 to %d", s, zoning.MaxZones))
 	}
 	return n, nil
 }
@@ -168,21 +154,21 @@ func parseDstCRS(get func(string) string) (int, error) {
 	}
 	code, err := crs.ParseEPSG(s)
 	if err != nil {
-		return 0, &ParamError{"dst_crs", err.Error()}
+		return 0, badRequest("%s: %s", "dst_crs", err.Error())
 	}
 	return code, nil
 }
 
-func parseFormatParam(get func(string) string) (Format, error) {
-	f, err := ParseFormat(get("format"))
+func parseFormatParam(get func(string) string) (zoning.Format, error) {
+	f, err := zoning.ParseFormat(get("format"))
 	if err != nil {
-		return "", &ParamError{"format", err.Error()}
+		return "", badRequest("%s: %s", "format", err.Error())
 	}
 	return f, nil
 }
 
-func parseRates(get func(string) string, typ PrescriptionType) (Prescription, error) {
-	p := Prescription{Type: typ, Strategy: Strategy(strings.TrimSpace(get("strategy")))}
+func parseRates(get func(string) string, typ zoning.PrescriptionType) (zoning.Prescription, error) {
+	p := zoning.Prescription{Type: typ, Strategy: zoning.Strategy(strings.TrimSpace(get("strategy")))}
 	for _, r := range []struct {
 		key string
 		dst *float64
@@ -193,7 +179,7 @@ func parseRates(get func(string) string, typ PrescriptionType) (Prescription, er
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return p, &ParamError{r.key, fmt.Sprintf("%q is not a positive number", s)}
+			return p, badRequest("%s: %s", r.key, fmt.Sprintf("%q is not a positive number", s))
 		}
 		*r.dst = v
 	}
@@ -201,16 +187,16 @@ func parseRates(get func(string) string, typ PrescriptionType) (Prescription, er
 		d := p.WithDefaults()
 		param := "base_rate"
 		switch {
-		case p.Type != NFertilizer && p.Type != Seeding:
+		case p.Type != zoning.NFertilizer && p.Type != zoning.Seeding:
 			param = "type"
-		case p.Strategy != "" && p.Strategy != Compensate && p.Strategy != Proportional:
+		case p.Strategy != "" && p.Strategy != zoning.Compensate && p.Strategy != zoning.Proportional:
 			param = "strategy"
 		case p.MinRate != 0 && d.MinRate > d.BaseRate:
 			param = "min_rate"
 		case p.MaxRate != 0 && d.MaxRate < d.BaseRate:
 			param = "max_rate"
 		}
-		return p, &ParamError{param, strings.TrimPrefix(err.Error(), ErrInvalidPrescription.Error()+": ")}
+		return p, badRequest("%s: %s", param, strings.TrimPrefix(err.Error(), zoning.ErrInvalidPrescription.Error()+": "))
 	}
 	return p, nil
 }
@@ -218,11 +204,11 @@ func parseRates(get func(string) string, typ PrescriptionType) (Prescription, er
 func parseMinArea(get func(string) string) (float64, error) {
 	s := strings.TrimSpace(get("min_area_ha"))
 	if s == "" {
-		return DefaultMinAreaHa, nil
+		return zoning.DefaultMinAreaHa, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || v < 0 || v > 1000 {
-		return 0, &ParamError{"min_area_ha", fmt.Sprintf("%q is not a number of hectares from 0 to 1000", s)}
+		return 0, badRequest("%s: %s", "min_area_ha", fmt.Sprintf("%q is not a number of hectares from 0 to 1000", s))
 	}
 	if v == 0 {
 		return -1, nil // 0 asks for no sieve; Options treats 0 as the default
@@ -237,7 +223,7 @@ func parseSimplify(get func(string) string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || !(v >= 0) || v > 1000 {
-		return 0, &ParamError{"simplify", fmt.Sprintf("%q is not a tolerance in metres from 0 to 1000", s)}
+		return 0, badRequest("%s: %s", "simplify", fmt.Sprintf("%q is not a tolerance in metres from 0 to 1000", s))
 	}
 	return v, nil
 }

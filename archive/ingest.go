@@ -1,0 +1,376 @@
+package archive
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cropkit/cropkit/colormap"
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/webhook"
+)
+
+// IngestOptions tune one ingestion.
+type IngestOptions struct {
+	// Date dates a scene whose date is in neither its metadata nor its name.
+	Date time.Time
+	// Untrusted applies the remote-source policy (the HTTP API sets it): a
+	// URL source and its assets are fetched through the webhook SSRF guard
+	// (no loopback, private, link-local or metadata address unless
+	// Config.IngestAllowPrivate; no redirects), and a STAC item fetched by
+	// URL may only reference http(s) assets.
+	Untrusted bool
+	// Fields restricts the ingestion to these field ids (nil: every field
+	// the scene covers).
+	Fields []int64
+	// Progress, when set, is called after each field with the counts so far.
+	Progress func(done, total int)
+}
+
+// IngestResult summarises the ingestion of one scene.
+type IngestResult struct {
+	Scene string `json:"scene"`
+	Date  string `json:"date"`
+	// Fields is the number of fields whose box meets the scene footprint.
+	Fields int `json:"fields"`
+	// Outside counts those fields that, precisely, hold no pixel of the scene.
+	Outside int `json:"outside"`
+	// Usable counts stored products with enough clear pixels; Unusable the
+	// others (recorded with their cloud cover, never served).
+	Usable   int `json:"usable"`
+	Unusable int `json:"unusable"`
+	// Skipped counts fields deleted, or whose outline changed, while the
+	// scene was processed: nothing is recorded for them.
+	Skipped int `json:"skipped"`
+	// Notified counts the webhook deliveries enqueued.
+	Notified int `json:"notified"`
+	// Failed counts fields whose ingestion failed; Failures says why.
+	Failed   int            `json:"failed"`
+	Failures []FieldFailure `json:"failures"`
+}
+
+// FieldFailure is the failed ingestion of one field.
+type FieldFailure struct {
+	Owner string `json:"owner"`
+	Field string `json:"field"`
+	Error string `json:"error"`
+}
+
+// sceneFetchTimeout bounds one HTTP request of an untrusted remote scene.
+const sceneFetchTimeout = 5 * time.Minute
+
+// SceneOptions are the imagery options of an ingestion of src.
+func (a *Archive) SceneOptions(src string, opts IngestOptions) imagery.SceneOptions {
+	so := imagery.SceneOptions{Date: opts.Date}
+	if !opts.Untrusted || !isHTTPURL(src) {
+		return so
+	}
+	client := webhook.NewClient(a.allowPriv, sceneFetchTimeout)
+	so.HTTPClient = client
+	so.Open = func(ctx context.Context, name string) (io.ReaderAt, error) {
+		if !isHTTPURL(name) {
+			return nil, fmt.Errorf("asset %q: a scene fetched by URL may only reference http(s) assets", name)
+		}
+		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), client, name)
+	}
+	return so
+}
+
+func isHTTPURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
+}
+
+// Ingest opens the scene at src (a scene folder, a STAC item path or URL)
+// and ingests it (IngestScene).
+func (a *Archive) Ingest(ctx context.Context, src string, opts IngestOptions) (IngestResult, error) {
+	scene, err := imagery.OpenScene(ctx, src, a.SceneOptions(src, opts))
+	if err != nil {
+		return IngestResult{}, Invalid("ingest: %v", err)
+	}
+	defer scene.Close()
+	return a.IngestScene(ctx, scene, opts)
+}
+
+// IngestScene computes and stores the products of every registered field
+// intersecting scene, for each index the field is registered for.
+// Re-ingesting a scene replaces its products (and notifies only products
+// whose content changed). A field's failure does not stop the others: their
+// errors are joined in the returned error, next to a result counting what
+// was stored.
+func (a *Archive) IngestScene(ctx context.Context, scene *imagery.Scene, opts IngestOptions) (IngestResult, error) {
+	res := IngestResult{Scene: scene.ID(), Date: scene.Date().UTC().Format(time.DateOnly), Failures: []FieldFailure{}}
+	footprint, err := geo.LonLatBound(scene.Grid())
+	if err != nil {
+		return res, Invalid("ingest %s: %v", scene.ID(), err)
+	}
+	// Padded so fields on the border are not missed (the exact test is the
+	// library's ErrNoOverlap).
+	fields, err := a.store.FieldsIntersecting(ctx, footprint.Pad(0.001))
+	if err != nil {
+		return res, err
+	}
+	if opts.Fields != nil {
+		fields = slices.DeleteFunc(fields, func(f Field) bool { return !slices.Contains(opts.Fields, f.ID) })
+	}
+	res.Fields = len(fields)
+	sceneBands := scene.Bands()
+	a.log.InfoContext(ctx, "ingest scene", "scene", res.Scene, "date", res.Date, "fields", len(fields))
+
+	var (
+		mu   sync.Mutex
+		errs []error
+		done int
+	)
+	g := new(errgroup.Group)
+	g.SetLimit(a.workers)
+	for _, f := range fields {
+		// Stop starting fields once ctx ends (shutdown, client gone); the
+		// fields in flight finish or fail as a whole.
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			out, err := a.ingestFieldSafe(ctx, scene, sceneBands, f)
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			switch {
+			case errors.Is(err, ErrFieldChanged):
+				res.Skipped++
+			case err != nil:
+				res.Failed++
+				res.Failures = append(res.Failures, FieldFailure{Owner: f.Owner, Field: f.Name, Error: err.Error()})
+				errs = append(errs, fmt.Errorf("field %q of %s: %w", f.Name, f.Owner, err))
+			default:
+				res.Usable += out.usable
+				res.Unusable += out.unusable
+				res.Notified += out.notified
+				if out.outside {
+					res.Outside++
+				}
+			}
+			if opts.Progress != nil {
+				opts.Progress(done, len(fields))
+			}
+			if done%100 == 0 || done == len(fields) {
+				a.log.InfoContext(ctx, "ingest progress", "scene", res.Scene, "fields_done", done, "fields", len(fields))
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if res.Notified > 0 {
+		a.wakeDispatcher()
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("ingest %s: stopped after %d of %d fields: %w", res.Scene, done, len(fields), err)
+	}
+	return res, errors.Join(errs...)
+}
+
+type fieldOutcome struct {
+	usable, unusable, notified int
+	outside                    bool
+}
+
+// ingestFieldSafe is ingestField with a panic turned into that field's
+// error (a worker goroutine's panic would otherwise end the process).
+func (a *Archive) ingestFieldSafe(ctx context.Context, scene *imagery.Scene, sceneBands []string, f Field) (out fieldOutcome, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.ErrorContext(ctx, "panic ingesting field", "field", f.Name, "owner", f.Owner,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			out, err = fieldOutcome{}, fmt.Errorf("internal error: %v", v)
+		}
+	}()
+	return a.ingestField(ctx, scene, sceneBands, f)
+}
+
+// ingestField stores the products of one field from scene: the bundle is
+// written under a new name, the rows switched to it in one transaction with
+// their notification, and the bundle they replace deleted after commit.
+func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBands []string, f Field) (fieldOutcome, error) {
+	var out fieldOutcome
+	var indices []string
+	for _, name := range f.Indices {
+		if ix, ok := a.cat.Lookup(name); ok && hasBands(sceneBands, ix.Bands) {
+			indices = append(indices, name)
+		}
+	}
+	if len(indices) == 0 {
+		return out, nil
+	}
+	date := scene.Date().UTC().Format(time.DateOnly)
+	products, err := scene.FieldProducts(ctx, f.Geometry, indices, a.cat)
+	switch {
+	case errors.Is(err, imagery.ErrNoOverlap):
+		out.outside = true
+		return out, nil
+	case errors.Is(err, imagery.ErrNoClearPixels):
+		products = nil
+	case err != nil:
+		return out, err
+	}
+	ingested := time.Now().UTC()
+	byIndex := map[string]imagery.Product{}
+	for _, p := range products {
+		byIndex[p.Index] = p
+	}
+	stored := make([]Product, 0, len(indices))
+	var keep []imagery.Product
+	for _, name := range indices {
+		sp := Product{FieldID: f.ID, Index: name, Date: date, SceneID: scene.ID(), CloudCover: 100, IngestedAt: ingested, AcquiredAt: scene.Date().UTC()}
+		if p, ok := byIndex[name]; ok {
+			st := p.Stats
+			sp.CloudCover = st.CloudCover
+			sp.Num, sp.FieldPixels = st.Num, st.FieldPixels
+			sp.Mean, sp.Median, sp.Std = finite(st.Mean), finite(st.Median), finite(st.Std)
+			sp.Min, sp.Max, sp.P25, sp.P75 = finite(st.Min), finite(st.Max), finite(st.P25), finite(st.P75)
+			sp.Grid = p.Grid
+			sp.Usable = st.FieldPixels > 0 && float64(st.Num) >= a.minClear*float64(st.FieldPixels)
+			if sp.Usable {
+				keep = append(keep, p)
+			}
+		}
+		if sp.Usable {
+			out.usable++
+		} else {
+			out.unusable++
+		}
+		stored = append(stored, sp)
+	}
+	key := ""
+	if len(keep) > 0 {
+		data, digests, err := a.bundle(date, keep)
+		if err != nil {
+			return out, err
+		}
+		if key, err = newBundleKey(f.ID, date); err != nil {
+			return out, err
+		}
+		a.step("ingest:before-put")
+		if err := a.blobs.Put(ctx, key, data); err != nil {
+			return out, err
+		}
+		a.step("ingest:after-put")
+		for i := range stored {
+			if stored[i].Usable {
+				stored[i].Bundle, stored[i].Digest = key, digests[stored[i].Index]
+			}
+		}
+	}
+	rr, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Products: stored,
+		Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
+			return notification(f, changed, prev)
+		}})
+	if err != nil {
+		if key != "" {
+			a.deleteBlobs(ctx, []string{key})
+		}
+		if errors.Is(err, ErrFieldChanged) {
+			a.deleteFieldBlobsIfGone(ctx, f.ID)
+		}
+		return out, err
+	}
+	a.step("ingest:after-commit")
+	a.deleteBlobs(ctx, rr.Replaced)
+	out.notified = rr.Notified
+	return out, nil
+}
+
+// deleteFieldBlobsIfGone removes the files of a deleted field that a
+// writer racing the delete may have recreated.
+func (a *Archive) deleteFieldBlobsIfGone(ctx context.Context, fieldID int64) {
+	if _, err := a.store.FieldByID(ctx, fieldID); errors.Is(err, ErrNotFound) {
+		a.deleteFieldBlobs(ctx, fieldID)
+	}
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+func hasBands(have, need []string) bool {
+	for _, b := range need {
+		if !slices.Contains(have, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// Colormap is the colormap an index is rendered with: the spec's (§2.6),
+// or colormap.Default's ramp for indices the spec does not list. The CLI
+// and the server share it, so an index renders the same everywhere.
+func (a *Archive) Colormap(index string) (colormap.Colormap, error) {
+	ix, _ := a.cat.Lookup(index)
+	return colormap.Lookup(index, ix.Range)
+}
+
+// bundle is the zip of a field's usable products of one date: <index>.png
+// and the §2.5 <index>.json (mean_variation set at download time from the
+// stored means, so ingesting an older date later stays right), with each
+// product's digest.
+func (a *Archive) bundle(date string, products []imagery.Product) ([]byte, map[string]string, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	mod, _ := time.Parse(time.DateOnly, date)
+	digests := map[string]string{}
+	var img bytes.Buffer
+	for _, p := range products {
+		cm, err := a.Colormap(p.Index)
+		if err != nil {
+			return nil, nil, err
+		}
+		img.Reset()
+		if err := a.png.Encode(&img, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
+			return nil, nil, fmt.Errorf("render %s png: %w", p.Index, err)
+		}
+		report, err := imagery.NewReport(p, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s report: %w", p.Index, err)
+		}
+		doc, err := report.MarshalJSON()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s report: %w", p.Index, err)
+		}
+		sum := sha256.Sum256(doc)
+		digests[p.Index] = hex.EncodeToString(sum[:16])
+		for _, m := range []struct {
+			name   string
+			data   []byte
+			method uint16
+		}{{p.Index + ".png", img.Bytes(), zip.Store}, {p.Index + ".json", doc, zip.Deflate}} {
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: m.name, Method: m.method, Modified: mod})
+			if err != nil {
+				return nil, nil, fmt.Errorf("bundle %s: %w", m.name, err)
+			}
+			if _, err := w.Write(m.data); err != nil {
+				return nil, nil, fmt.Errorf("bundle %s: %w", m.name, err)
+			}
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, nil, fmt.Errorf("bundle: %w", err)
+	}
+	return buf.Bytes(), digests, nil
+}

@@ -1,0 +1,140 @@
+package archive
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Upload is one file set uploaded for a field (/files/upload): a shapefile
+// (its .shp name and its .shp, .shx, .dbf, .prj, .cpg files).
+type Upload struct {
+	Name     string // e.g. "soil.shp", as uploaded
+	Files    map[string][]byte
+	Uploaded time.Time
+}
+
+// uploadKey is the blob an upload is stored under: its base name,
+// lower-cased (a later upload of the same name replaces it), under the
+// field's current outline version (attribute data is tied to the outline
+// it was uploaded for).
+func uploadKey(f Field, name string) string {
+	base := strings.TrimSuffix(path.Base(name), path.Ext(name))
+	return uploadsVersionPrefix(f.ID, f.Version) + strings.ToLower(base) + ".zip"
+}
+
+// SaveUpload stores a field's upload (one zip blob, atomically), replacing
+// an earlier upload of the same name. The caller validates the files. A
+// field deleted or reshaped meanwhile gets nothing (ErrFieldChanged).
+func (a *Archive) SaveUpload(ctx context.Context, f Field, up Upload) error {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	names := make([]string, 0, len(up.Files))
+	for n := range up.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	mod := up.Uploaded
+	if mod.IsZero() {
+		mod = time.Now()
+	}
+	for _, n := range names {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Deflate, Modified: mod})
+		if err != nil {
+			return fmt.Errorf("store upload %s: %w", up.Name, err)
+		}
+		if _, err := w.Write(up.Files[n]); err != nil {
+			return fmt.Errorf("store upload %s: %w", up.Name, err)
+		}
+	}
+	if err := zw.SetComment(up.Name); err != nil {
+		return fmt.Errorf("store upload %s: %w", up.Name, err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("store upload %s: %w", up.Name, err)
+	}
+	key := uploadKey(f, up.Name)
+	if err := a.blobs.Put(ctx, key, buf.Bytes()); err != nil {
+		return err
+	}
+	cur, err := a.store.FieldByID(ctx, f.ID)
+	if errors.Is(err, ErrNotFound) || (err == nil && cur.Version != f.Version) {
+		a.deleteBlobs(ctx, []string{key})
+		return ErrFieldChanged
+	}
+	return err
+}
+
+// Upload returns field f's upload called name (case-insensitive), or ErrNotFound.
+func (a *Archive) Upload(ctx context.Context, f Field, name string) (Upload, error) {
+	data, err := a.blobs.Get(ctx, uploadKey(f, name))
+	if errors.Is(err, ErrNotFound) {
+		return Upload{}, NotFound("no upload %q for field %q", name, f.Name)
+	}
+	if err != nil {
+		return Upload{}, err
+	}
+	return readUpload(data)
+}
+
+// Uploads lists field f's uploads by name.
+func (a *Archive) Uploads(ctx context.Context, f Field) ([]Upload, error) {
+	var keys []string
+	err := a.blobs.List(ctx, uploadsVersionPrefix(f.ID, f.Version), func(b BlobInfo) error {
+		if !b.Temp && strings.HasSuffix(b.Key, ".zip") {
+			keys = append(keys, b.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []Upload{}
+	for _, k := range keys {
+		data, err := a.blobs.Get(ctx, k)
+		if errors.Is(err, ErrNotFound) {
+			continue // replaced meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		up, err := readUpload(data)
+		if err != nil {
+			return nil, fmt.Errorf("upload %s: %w", k, err)
+		}
+		out = append(out, up)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func readUpload(data []byte) (Upload, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return Upload{}, fmt.Errorf("read upload: %w", err)
+	}
+	up := Upload{Name: zr.Comment, Files: map[string][]byte{}}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			return Upload{}, fmt.Errorf("read upload: %w", err)
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 1<<30))
+		rc.Close()
+		if err != nil {
+			return Upload{}, fmt.Errorf("read upload: %w", err)
+		}
+		up.Files[f.Name] = b
+		if up.Uploaded.IsZero() || f.Modified.After(up.Uploaded) {
+			up.Uploaded = f.Modified
+		}
+	}
+	return up, nil
+}

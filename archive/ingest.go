@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
@@ -42,34 +43,11 @@ type IngestOptions struct {
 	Progress func(done, total int)
 }
 
-// IngestResult summarises the ingestion of one scene.
-type IngestResult struct {
-	Scene string `json:"scene"`
-	Date  string `json:"date"`
-	// Fields is the number of fields whose box meets the scene footprint.
-	Fields int `json:"fields"`
-	// Outside counts those fields that, precisely, hold no pixel of the scene.
-	Outside int `json:"outside"`
-	// Usable counts stored products with enough clear pixels; Unusable the
-	// others (recorded with their cloud cover, never served).
-	Usable   int `json:"usable"`
-	Unusable int `json:"unusable"`
-	// Skipped counts fields deleted, or whose outline changed, while the
-	// scene was processed: nothing is recorded for them.
-	Skipped int `json:"skipped"`
-	// Notified counts the webhook deliveries enqueued.
-	Notified int `json:"notified"`
-	// Failed counts fields whose ingestion failed; Failures says why.
-	Failed   int            `json:"failed"`
-	Failures []FieldFailure `json:"failures"`
-}
+// IngestResult summarises the ingestion of one scene (the wire type).
+type IngestResult = api.IngestResult
 
 // FieldFailure is the failed ingestion of one field.
-type FieldFailure struct {
-	Owner string `json:"owner"`
-	Field string `json:"field"`
-	Error string `json:"error"`
-}
+type FieldFailure = api.FieldFailure
 
 // sceneFetchTimeout bounds one HTTP request of an untrusted remote scene.
 const sceneFetchTimeout = 5 * time.Minute

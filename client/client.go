@@ -10,7 +10,7 @@
 //
 // The wire types are defined here, mirroring the server's JSON (the server
 // does not import this package); the §2.5 download document is the library's
-// imagery.Report.
+// api.Report.
 package client
 
 import (
@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/api"
 )
 
 // Errors matched (errors.Is) by an *APIError of the corresponding status.
@@ -386,15 +386,15 @@ func (c *Client) DownloadJSON(ctx context.Context, d DownloadRequest) (File, err
 }
 
 // DownloadReport downloads the §2.5 JSON document decoded; the date served
-// is report.Date (and MeanVariation is nil for a field's first image).
-func (c *Client) DownloadReport(ctx context.Context, d DownloadRequest) (imagery.Report, error) {
+// is report.Date (PreviousDate is nil for a field's first image).
+func (c *Client) DownloadReport(ctx context.Context, d DownloadRequest) (api.Report, error) {
 	f, err := c.DownloadJSON(ctx, d)
 	if err != nil {
-		return imagery.Report{}, err
+		return api.Report{}, err
 	}
-	var rep imagery.Report
+	var rep api.Report
 	if err := json.Unmarshal(f.Data, &rep); err != nil {
-		return imagery.Report{}, fmt.Errorf("cropkit client: decode report: %w", err)
+		return api.Report{}, fmt.Errorf("cropkit client: decode report: %w", err)
 	}
 	return rep, nil
 }
@@ -486,15 +486,7 @@ func (c *Client) Indices(ctx context.Context) ([]Index, error) {
 }
 
 // IngestResult is the answer of the ingest operations.
-type IngestResult struct {
-	Scene    string `json:"scene"`
-	Date     string `json:"date"`
-	Fields   int    `json:"fields"`
-	Outside  int    `json:"outside"`
-	Usable   int    `json:"usable"`
-	Unusable int    `json:"unusable"`
-	Failed   int    `json:"failed"`
-}
+type IngestResult = api.IngestResult
 
 // IngestScene makes the server ingest a scene it can read: a folder on the
 // server, a STAC item path or URL (administrators only). date dates a scene

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
@@ -136,13 +137,14 @@ func TestClientEveryOperation(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := ann.DownloadReport(ctx, client.DownloadRequest{FieldName: "wheat", Index: "ndvi", Date: "2019-06-20"})
 	require.NoError(t, err)
-	assert.InDelta(t, 0.849754, rep.Stats.Mean, 1e-6)
-	assert.Equal(t, 352, rep.Stats.Num)
-	require.NotNil(t, rep.MeanVariation)
+	assert.InDelta(t, 0.849754, rep.Mean, 1e-6)
+	assert.Equal(t, 352, rep.Num)
+	require.NotNil(t, rep.PreviousDate)
 	prev, err := ann.DownloadReport(ctx, client.DownloadRequest{FieldName: "wheat", Index: "ndvi", Date: "2019-05-16"})
 	require.NoError(t, err)
-	assert.Nil(t, prev.MeanVariation, "first image")
-	assert.InDelta(t, imagery.MeanVariation(rep.Stats.Mean, prev.Stats.Mean), *rep.MeanVariation, 1e-12)
+	assert.Nil(t, prev.PreviousDate, "first image")
+	assert.Zero(t, prev.MeanVariation, "first image")
+	assert.InDelta(t, imagery.MeanVariation(rep.Mean, prev.Mean), rep.MeanVariation, 1e-12)
 	latest, err := ann.DownloadJSON(ctx, client.DownloadRequest{FieldName: "wheat", Index: "ndre"})
 	require.NoError(t, err)
 	assert.Equal(t, "2019-07-05", latest.Date)
@@ -234,7 +236,7 @@ func geotiffGrid(t *testing.T, c *client.Client, field string) geo.Grid {
 func TestClientLoginAndNew(t *testing.T) {
 	_, _, env, base := setup(t)
 	ctx := context.Background()
-	_, err := env.Store.CreateUser(ctx, server.NewUser{Name: "eve", Password: "s3cret pass"})
+	_, err := env.Archive.CreateUser(ctx, archive.NewUser{Name: "eve", Password: "s3cret pass"})
 	require.NoError(t, err)
 	anon, err := client.New(base)
 	require.NoError(t, err)
@@ -267,5 +269,5 @@ func ExampleClient_DownloadReport() {
 	if err != nil {
 		panic(err)
 	}
-	_ = rep.Stats.Mean // and rep.Date: the date served (the closest usable one)
+	_ = rep.Mean // and rep.Date: the date served (the closest usable one)
 }

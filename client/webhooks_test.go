@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
@@ -24,10 +25,10 @@ import (
 
 func TestClientWebhooks(t *testing.T) {
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
-	env := servertest.New(t, server.Config{Webhooks: server.WebhookOptions{AllowPrivate: true, RetryBase: 20 * time.Millisecond}})
+	env := servertest.NewWith(t, archive.Config{Webhooks: archive.WebhookOptions{AllowPrivate: true, RetryBase: 20 * time.Millisecond}}, server.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- env.Server.RunWebhooks(ctx) }()
+	go func() { done <- env.Archive.RunWebhooks(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	ts := httptest.NewServer(env.Handler)
 	t.Cleanup(ts.Close)
@@ -116,8 +117,8 @@ func TestClientWebhooks(t *testing.T) {
 	mu.Unlock()
 	report, err := ann.DownloadReport(ctx, client.DownloadRequest{FieldName: "wheat", Index: "ndvi"})
 	require.NoError(t, err)
-	assert.Equal(t, report.Stats.Mean, d.Payload.Data[0].Content.Mean)
-	assert.Equal(t, report.Stats.P75, d.Payload.Data[0].Content.P75)
+	assert.Equal(t, report.Mean, d.Payload.Data[0].Content.Mean)
+	assert.Equal(t, report.P75, d.Payload.Data[0].Content.P75)
 
 	ds, err = ann.WebhookDeliveries(ctx, 1)
 	require.NoError(t, err)

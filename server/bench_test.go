@@ -14,6 +14,7 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery/geotiff"
@@ -27,7 +28,7 @@ var allIndices = []string{"ndvi", "ndwi", "chi", "ndre", "savi", "lai", "evi", "
 
 // gridFields registers n×n square fields of side px pixels, spread evenly
 // over grid g, for the admin account; coordinates go to lon/lat.
-func gridFields(tb testing.TB, st *server.Store, g geo.Grid, n, px int, indices []string) {
+func gridFields(tb testing.TB, st archive.Store, g geo.Grid, n, px int, indices []string) {
 	tb.Helper()
 	ctx := context.Background()
 	admin, err := st.UserByName(ctx, "admin")
@@ -46,8 +47,8 @@ func gridFields(tb testing.TB, st *server.Store, g geo.Grid, n, px int, indices 
 				lon, lat := tr.Transform(p[0], p[1])
 				ring = append(ring, orb.Point{lon, lat})
 			}
-			_, err := st.InsertField(ctx, server.Field{OwnerID: admin.ID, Name: fmt.Sprintf("f%02d-%02d", i, j),
-				Indices: indices, Geometry: orb.MultiPolygon{{ring}}})
+			_, err := st.InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: fmt.Sprintf("f%02d-%02d", i, j),
+				Indices: indices, Geometry: orb.MultiPolygon{{ring}}}, 0)
 			require.NoError(tb, err)
 		}
 	}
@@ -59,12 +60,12 @@ func benchIngest(b *testing.B, sceneDir string, date time.Time, px int) {
 	g := f.Grid()
 	f.Close()
 	env := servertest.New(b, server.Config{})
-	gridFields(b, env.Store, g, 10, px, allIndices)
+	gridFields(b, env.Archive.Store(), g, 10, px, allIndices)
 	ctx := context.Background()
 	b.ResetTimer()
 	start := time.Now()
 	for b.Loop() {
-		res, err := env.Server.Ingest(ctx, sceneDir, server.IngestOptions{Date: date})
+		res, err := env.Archive.Ingest(ctx, sceneDir, archive.IngestOptions{Date: date})
 		require.NoError(b, err)
 		require.Equal(b, 100, res.Fields)
 		require.Equal(b, 800, res.Usable+res.Unusable)
@@ -94,12 +95,12 @@ func BenchmarkDownloadJSON(b *testing.B) {
 	env := servertest.New(b, server.Config{})
 	fields := flandersFields(b)
 	ctx := context.Background()
-	admin, err := env.Store.UserByName(ctx, "admin")
+	admin, err := env.Archive.UserByName(ctx, "admin")
 	require.NoError(b, err)
-	_, err = env.Store.InsertField(ctx, server.Field{OwnerID: admin.ID, Name: "UES-03", Indices: []string{"ndvi"}, Geometry: fields["UES-03"].Geometry})
+	_, err = env.Archive.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: "UES-03", Indices: []string{"ndvi"}, Geometry: fields["UES-03"].Geometry}, 0)
 	require.NoError(b, err)
 	for _, d := range []string{"2019-04-21", "2019-05-16", "2019-06-20", "2019-07-05", "2019-07-30"} {
-		_, err := env.Server.Ingest(ctx, filepath.Join(sceneRoot, d), server.IngestOptions{})
+		_, err := env.Archive.Ingest(ctx, filepath.Join(sceneRoot, d), archive.IngestOptions{})
 		require.NoError(b, err)
 	}
 	target := "/download/ndvi/json?field_name=UES-03&date=2019-06-25"

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/imagery/geotiff"
@@ -66,7 +67,7 @@ func libraryProducts(t *testing.T, sceneRoot string, field orb.MultiPolygon) map
 func usableDates(ps map[string]imagery.Product) []string {
 	var out []string
 	for d, p := range ps {
-		if float64(p.Stats.Num) >= server.DefaultMinClear*float64(p.Stats.FieldPixels) {
+		if float64(p.Stats.Num) >= archive.DefaultMinClear*float64(p.Stats.FieldPixels) {
 			out = append(out, d)
 		}
 	}
@@ -119,12 +120,12 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Equal(t, float64(len(e2eFields)), r.JSON(t)["fields"])
 	for _, d := range e2eDates[1:] {
-		res, err := env.Server.Ingest(ctx, filepath.Join(sceneRoot, d), server.IngestOptions{})
+		res, err := env.Archive.Ingest(ctx, filepath.Join(sceneRoot, d), archive.IngestOptions{})
 		require.NoError(t, err, d)
 		require.Equal(t, len(e2eFields), res.Fields, d)
 		require.Equal(t, len(e2eFields)*len(e2eIndices), res.Usable+res.Unusable, d)
 	}
-	_, err := env.Server.Ingest(ctx, filepath.Join(sceneRoot, "2019-06-20"), server.IngestOptions{})
+	_, err := env.Archive.Ingest(ctx, filepath.Join(sceneRoot, "2019-06-20"), archive.IngestOptions{})
 	require.NoError(t, err)
 
 	for _, name := range e2eFields {
@@ -326,7 +327,7 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	r = do(t, h, "POST", "/download/ndvi/json?field_name=UES-07", tok, nil)
 	require.Equal(t, 404, r.Status)
-	require.NoDirExists(t, filepath.Join(env.Store.Dir(), "products", "4"))
+	require.NoDirExists(t, filepath.Join(env.Dir, "products", "4"))
 
 	require.Greater(t, env.Responses.N(), 200)
 }

@@ -8,24 +8,26 @@ import (
 	"net/http/httptest"
 	"os"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/server"
 )
 
-// A server over a data directory: the first start creates "admin".
+// A server over the embedded archive of a data directory: the first start
+// creates "admin".
 func ExampleNew() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "cropkit-example")
 	defer os.RemoveAll(dir)
-	store, err := server.OpenStore(ctx, dir)
+	core, err := archive.Open(ctx, dir, true, archive.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
-	token, created, err := store.EnsureAdmin(ctx)
+	defer core.Close()
+	token, created, err := core.EnsureAdmin(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: store})
+	srv, err := server.New(server.Config{Archive: core})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,30 +39,14 @@ func ExampleNew() {
 	// Output: true 200 {"fields":[]}
 }
 
-// Ingestion stores the products of every registered field the scene covers.
-func ExampleServer_Ingest() {
-	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "cropkit-example")
-	defer os.RemoveAll(dir)
-	store, _ := server.OpenStore(ctx, dir)
-	defer store.Close()
-	srv, _ := server.New(server.Config{Store: store, MinClear: 0.6})
-	res, err := srv.Ingest(ctx, "../shared/data/s2/flanders-31UES/2019-06-20", server.IngestOptions{})
-	if err != nil {
-		fmt.Println("ingest:", err)
-		return
-	}
-	fmt.Printf("%s: %d fields, %d usable images\n", res.Date, res.Fields, res.Usable)
-}
-
 // Unknown routes and wrong methods answer the API's JSON error shape.
 func ExampleServer_ServeHTTP() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "cropkit-example")
 	defer os.RemoveAll(dir)
-	store, _ := server.OpenStore(ctx, dir)
-	defer store.Close()
-	srv, _ := server.New(server.Config{Store: store})
+	core, _ := archive.Open(ctx, dir, true, archive.Config{})
+	defer core.Close()
+	srv, _ := server.New(server.Config{Archive: core})
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/fields/list", nil))
 	fmt.Println(rec.Code, rec.Header().Get("Allow"), rec.Body.String())

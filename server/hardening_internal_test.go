@@ -2,54 +2,24 @@ package server
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cropkit/cropkit/geo"
-	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/internal/testenv"
+	"github.com/cropkit/cropkit/archive"
 )
 
-// A write refused with SQLITE_BUSY (another process holding the lock past
-// the busy timeout) is a 503 with Retry-After, not a 500.
+// A storage ErrBusy (SQLite's lock held by another process past the busy
+// timeout) is a 503 with Retry-After, not a 500.
 func TestBusyIs503(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := OpenStore(ctx, dir)
-	require.NoError(t, err)
-	defer st.Close()
-	// Another "process": its own connection holding the write lock.
-	other, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile)+"?_pragma=busy_timeout(0)")
-	require.NoError(t, err)
-	defer other.Close()
-	conn, err := other.Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-	require.NoError(t, err)
-	defer conn.ExecContext(ctx, `ROLLBACK`)
-
-	impatient, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile)+"?_pragma=busy_timeout(0)")
-	require.NoError(t, err)
-	defer impatient.Close()
-	_, err = impatient.ExecContext(ctx, `INSERT INTO users (name, created_at) VALUES ('x', 'now')`)
-	require.Error(t, err)
-	assert.True(t, IsBusy(err), "%v", err)
-	assert.True(t, IsBusy(errorsJoinWrap(err)), "wrapped")
-	assert.False(t, IsBusy(sql.ErrNoRows))
-
-	e, internal := asAPIError(errorsJoinWrap(err))
+	err := fmt.Errorf("update seasons: %w: %w", archive.ErrBusy, fmt.Errorf("database is locked"))
+	e, internal := asAPIError(err)
 	assert.False(t, internal)
 	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
 	assert.Equal(t, CodeUnavailable, e.Code)
@@ -59,188 +29,23 @@ func TestBusyIs503(t *testing.T) {
 	assert.JSONEq(t, `{"error":{"code":"unavailable","message":"the database is busy; retry shortly"}}`, rec.Body.String())
 }
 
-func errorsJoinWrap(err error) error { return &wrapped{err} }
-
-type wrapped struct{ err error }
-
-func (w *wrapped) Error() string { return "update seasons: " + w.err.Error() }
-func (w *wrapped) Unwrap() error { return w.err }
-
-// Writers of one process queue on the single writer connection instead of
-// failing: many concurrent read-modify-write transactions all succeed.
-func TestConcurrentWritersDoNotFail(t *testing.T) {
+func newTestServer(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
 	ctx := context.Background()
-	st, err := OpenStore(ctx, t.TempDir())
+	core, err := archive.Open(ctx, t.TempDir(), true, archive.Config{})
 	require.NoError(t, err)
-	defer st.Close()
-	u, err := st.CreateUser(ctx, NewUser{Name: "u"})
+	t.Cleanup(func() { core.Close() })
+	tok, _, err := core.EnsureAdmin(ctx)
 	require.NoError(t, err)
-	poly := orb.MultiPolygon{{{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.74}}}}
-	f, err := st.InsertField(ctx, Field{OwnerID: u.ID, Name: "f", Indices: []string{"ndvi"}, Geometry: poly})
+	cfg.Archive = core
+	srv, err := New(cfg)
 	require.NoError(t, err)
-	const writers, rounds = 32, 20
-	errs := make(chan error, writers*rounds)
-	for w := range writers {
-		go func() {
-			for i := range rounds {
-				name := fmt.Sprintf("g%d-%d", w, i)
-				_, err := st.InsertField(ctx, Field{OwnerID: u.ID, Name: name, Indices: []string{"ndvi"}, Geometry: poly})
-				if err == nil {
-					err = st.UpdateSeasons(ctx, f.ID, func(cur []Season) ([]Season, error) {
-						return append(cur, Season{StartDate: name, Record: []byte(`{}`)}), nil
-					})
-				}
-				errs <- err
-			}
-		}()
-	}
-	for range writers * rounds {
-		require.NoError(t, <-errs)
-	}
-	seasons, err := st.Seasons(ctx, f.ID)
-	require.NoError(t, err)
-	assert.Len(t, seasons, writers*rounds, "no lost update")
-}
-
-// A field deleted, or reshaped, while ingestion processed its old outline
-// gets no products and leaves no files; the others are stored.
-func TestIngestFieldChangedMeanwhile(t *testing.T) {
-	sceneDir := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
-	data, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), "flanders-31UES.geojson"))
-	require.NoError(t, err)
-	feats, err := geo.ReadFeatures(data)
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(feats), 3)
-	ctx := context.Background()
-	st, err := OpenStore(ctx, t.TempDir())
-	require.NoError(t, err)
-	defer st.Close()
-	srv, err := New(Config{Store: st})
-	require.NoError(t, err)
-	u, err := st.CreateUser(ctx, NewUser{Name: "u"})
-	require.NoError(t, err)
-	var fields []Field
-	for i, ft := range feats[:3] {
-		f, err := st.InsertField(ctx, Field{OwnerID: u.ID, Name: "f" + string(rune('0'+i)), Indices: []string{"ndvi", "ndre"}, Geometry: ft.Geometry})
-		require.NoError(t, err)
-		fields = append(fields, f)
-	}
-	scene, err := imagery.OpenScene(ctx, sceneDir, imagery.SceneOptions{})
-	require.NoError(t, err)
-	defer scene.Close()
-	date := scene.Date().UTC().Format(DateLayout)
-
-	// fields[0] is reshaped after ingestion read it, fields[1] deleted.
-	reshaped := fields[0]
-	reshaped.Geometry = fields[2].Geometry
-	_, err = st.UpdateField(ctx, reshaped, true)
-	require.NoError(t, err)
-	require.NoError(t, st.DeleteField(ctx, fields[1]))
-
-	for _, f := range fields[:2] {
-		_, _, _, err := srv.ingestFieldSafe(ctx, scene, scene.Bands(), f)
-		assert.ErrorIs(t, err, errFieldChanged, f.Name)
-		ps, err := st.Products(ctx, ProductQuery{FieldID: f.ID})
-		require.NoError(t, err)
-		assert.Empty(t, ps, f.Name)
-		assert.NoFileExists(t, st.BundlePath(f.ID, date), f.Name)
-	}
-	entries, _ := os.ReadDir(st.fieldDir(fields[0].ID))
-	assert.Empty(t, entries, "no temporary bundle left")
-	assert.NoDirExists(t, st.fieldDir(fields[1].ID), "the deleted field's directory is removed again")
-
-	usable, unusable, _, err := srv.ingestFieldSafe(ctx, scene, scene.Bands(), fields[2])
-	require.NoError(t, err)
-	assert.Equal(t, 2, usable+unusable)
-	ps, err := st.Products(ctx, ProductQuery{FieldID: fields[2].ID})
-	require.NoError(t, err)
-	assert.Len(t, ps, 2)
-
-	// A new field never takes the deleted one's id (nor its files).
-	f, err := st.InsertField(ctx, Field{OwnerID: u.ID, Name: "new", Indices: []string{"ndvi"}, Geometry: feats[0].Geometry})
-	require.NoError(t, err)
-	assert.Greater(t, f.ID, fields[2].ID)
-
-	// Same outline again: not a change, the products stay.
-	same, err := st.FieldByName(ctx, u.ID, fields[2].Name)
-	require.NoError(t, err)
-	assert.True(t, sameGeometry(same.Geometry, fields[2].Geometry))
-	assert.False(t, sameGeometry(same.Geometry, fields[0].Geometry))
-}
-
-// A panic while ingesting one field is that field's error.
-func TestIngestFieldPanicIsFieldError(t *testing.T) {
-	ctx := context.Background()
-	st, err := OpenStore(ctx, t.TempDir())
-	require.NoError(t, err)
-	defer st.Close()
-	srv, err := New(Config{Store: st})
-	require.NoError(t, err)
-	// A nil scene makes ingestField panic once it needs the scene.
-	_, _, _, err = srv.ingestFieldSafe(ctx, nil, []string{"B04", "B08"}, Field{Name: "f", Indices: []string{"ndvi"}})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "internal error")
-}
-
-// A version-1 database keeps its fields, seasons and products through the
-// rebuild of the fields table, and ids are not reused afterwards.
-func TestMigrateV1KeepsData(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "products"), 0o755))
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, DBFile)+"?_pragma=foreign_keys(1)")
-	require.NoError(t, err)
-	for _, q := range []string{
-		migrations[0],
-		`PRAGMA user_version = 1`,
-		`INSERT INTO users (id, name, created_at) VALUES (1, 'u', 't')`,
-		`INSERT INTO fields (id, user_id, name, indices, geometry, min_lon, min_lat, max_lon, max_lat, created_at, updated_at)
-		 VALUES (1, 1, 'a', ',ndvi', '{"type":"MultiPolygon","coordinates":[[[[4.06,50.74],[4.07,50.74],[4.07,50.75],[4.06,50.74]]]]}', 4.06, 50.74, 4.07, 50.75, 't', 't'),
-		        (2, 1, 'b', ',ndvi', '{"type":"MultiPolygon","coordinates":[[[[4.06,50.74],[4.07,50.74],[4.07,50.75],[4.06,50.74]]]]}', 4.06, 50.74, 4.07, 50.75, 't', 't')`,
-		`INSERT INTO seasons (field_id, start_date, record) VALUES (1, '2019-01-01', '{}')`,
-		`INSERT INTO products (field_id, idx, date, scene_id, usable, cloud_cover, num, field_pixels, epsg, x0, y0, dx, dy, cols, rows, ingested_at)
-		 VALUES (1, 'ndvi', '2019-06-20', 's', 1, 0, 1, 1, 32631, 0, 0, 10, -10, 1, 1, 't')`,
-	} {
-		_, err := db.ExecContext(ctx, q)
-		require.NoError(t, err, q)
-	}
-	require.NoError(t, db.Close())
-
-	st, err := OpenStore(ctx, dir)
-	require.NoError(t, err)
-	defer st.Close()
-	f, err := st.FieldByName(ctx, 1, "a")
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), f.ID)
-	seasons, err := st.Seasons(ctx, 1)
-	require.NoError(t, err)
-	assert.Len(t, seasons, 1)
-	ps, err := st.Products(ctx, ProductQuery{FieldID: 1})
-	require.NoError(t, err)
-	assert.Len(t, ps, 1)
-	b, err := st.FieldByName(ctx, 1, "b")
-	require.NoError(t, err)
-	require.NoError(t, st.DeleteField(ctx, b))
-	c, err := st.InsertField(ctx, Field{OwnerID: 1, Name: "c", Indices: []string{"ndvi"}, Geometry: f.Geometry})
-	require.NoError(t, err)
-	assert.Equal(t, int64(3), c.ID, "id 2 is not reused")
-	// Foreign keys are on again: deleting a field cascades.
-	require.NoError(t, st.DeleteField(ctx, f))
-	seasons, err = st.Seasons(ctx, 1)
-	require.NoError(t, err)
-	assert.Empty(t, seasons)
+	return srv, tok
 }
 
 // Heavy operations beyond the slots wait HeavyWait, then get 503 + Retry-After.
 func TestHeavySlots(t *testing.T) {
-	ctx := context.Background()
-	st, err := OpenStore(ctx, t.TempDir())
-	require.NoError(t, err)
-	defer st.Close()
-	srv, err := New(Config{Store: st, HeavyRequests: 1, HeavyWait: 20 * time.Millisecond})
-	require.NoError(t, err)
-	tok, _, err := st.EnsureAdmin(ctx)
-	require.NoError(t, err)
+	srv, tok := newTestServer(t, Config{HeavyRequests: 1, HeavyWait: 20 * time.Millisecond})
 	convert := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/convert/geojson-to-shapefile", strings.NewReader(`{"type":"FeatureCollection","features":[]}`))
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -248,7 +53,8 @@ func TestHeavySlots(t *testing.T) {
 		srv.ServeHTTP(rec, req)
 		return rec
 	}
-	srv.heavy <- struct{}{} // a heavy request running
+	release, err := srv.heavy.acquire(context.Background(), 99, time.Second) // another account's heavy request running
+	require.NoError(t, err)
 	start := time.Now()
 	rec := convert()
 	assert.Equal(t, 503, rec.Code, rec.Body.String())
@@ -260,7 +66,7 @@ func TestHeavySlots(t *testing.T) {
 	lrec := httptest.NewRecorder()
 	srv.ServeHTTP(lrec, req)
 	assert.Equal(t, 200, lrec.Code)
-	<-srv.heavy
+	release()
 	rec = convert()
 	assert.NotEqual(t, 503, rec.Code, rec.Body.String())
 }

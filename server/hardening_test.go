@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -65,9 +66,9 @@ func TestMetadataTypedKeysFromQuery(t *testing.T) {
 	r = do(t, env.Handler, "POST", "/fields/metadata/register?token="+tok+
 		"&field_name=f&start_date=2019-03-01&is_tilled=true&is_cover_crop=FALSE&yield_amount=9&crop_type=maize", "", nil)
 	require.Equal(t, 201, r.Status, "%s", r.Body)
-	f, err := env.Store.FieldSummary(context.Background(), userID(t, env, "alice"), "f")
+	f, err := env.Archive.Store().FieldSummary(context.Background(), userID(t, env, "alice"), "f")
 	require.NoError(t, err)
-	seasons, err := env.Store.Seasons(context.Background(), f.ID)
+	seasons, err := env.Archive.Store().Seasons(context.Background(), f.ID)
 	require.NoError(t, err)
 	require.Len(t, seasons, 1)
 	assert.JSONEq(t, `{"field_name":"f","start_date":"2019-03-01","crop_type":"maize","is_cover_crop":false,"yield_amount":9,"is_tilled":true}`, string(seasons[0].Record))
@@ -85,13 +86,13 @@ func TestMetadataTypedKeysFromQuery(t *testing.T) {
 
 func userID(t *testing.T, env *servertest.Env, name string) int64 {
 	t.Helper()
-	u, err := env.Store.UserByName(context.Background(), name)
+	u, err := env.Archive.UserByName(context.Background(), name)
 	require.NoError(t, err)
 	return u.ID
 }
 
 func TestWebhookRegistrationsCapped(t *testing.T) {
-	env := servertest.New(t, server.Config{Limits: server.Limits{WebhooksPerUser: 2}})
+	env := servertest.NewWith(t, archive.Config{Limits: archive.Limits{WebhooksPerUser: 2}}, server.Config{})
 	tok := env.AddUser(t, "alice", nil)
 	reg := func(u string) response {
 		return do(t, env.Handler, "POST", "/notifications/register_webhook?url="+url.QueryEscape(u), tok, nil)
@@ -110,7 +111,7 @@ func TestWebhookRegistrationsCapped(t *testing.T) {
 }
 
 func TestFieldExtentAndQuota(t *testing.T) {
-	env := servertest.New(t, server.Config{Limits: server.Limits{FieldsPerUser: 3, FieldParts: 4}})
+	env := servertest.NewWith(t, archive.Config{Limits: archive.Limits{FieldsPerUser: 3, FieldParts: 4}}, server.Config{})
 	tok := env.AddUser(t, "alice", nil)
 	square := func(lon, lat float64) [][][2]float64 {
 		return [][][2]float64{{{lon, lat}, {lon + 0.001, lat}, {lon + 0.001, lat + 0.001}, {lon, lat + 0.001}, {lon, lat}}}
@@ -189,7 +190,7 @@ func TestIngestURLPolicy(t *testing.T) {
 	assert.Equal(t, 400, r.Status, "%s", r.Body)
 	assert.Contains(t, string(r.Body), "127.0.0.1")
 
-	open := servertest.New(t, server.Config{IngestAllowPrivate: true})
+	open := servertest.NewWith(t, archive.Config{IngestAllowPrivate: true}, server.Config{})
 	r = do(t, open.Handler, "POST", "/scenes/ingest", open.AdminToken, map[string]string{"source": ts.URL + "/item.json"})
 	assert.Equal(t, 400, r.Status, "%s", r.Body)
 	assert.Contains(t, string(r.Body), "http(s) assets")
@@ -212,13 +213,13 @@ func TestIngestPartialFailureIs200(t *testing.T) {
 		require.Equal(t, 201, r.Status, "%s", r.Body)
 	}
 	// UES-12's product directory cannot be created: a file is in the way.
-	f, err := env.Store.FieldSummary(context.Background(), userID(t, env, "u"), "UES-12")
+	f, err := env.Archive.Store().FieldSummary(context.Background(), userID(t, env, "u"), "UES-12")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(env.Store.Dir(), "products", strconv.FormatInt(f.ID, 10)), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(env.Dir, "products", strconv.FormatInt(f.ID, 10)), []byte("x"), 0o644))
 
 	r := do(t, env.Handler, "POST", "/scenes/ingest", env.AdminToken, map[string]string{"source": sceneDir})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	var res server.IngestResult
+	var res archive.IngestResult
 	require.NoError(t, json.Unmarshal(r.Body, &res))
 	assert.Equal(t, 2, res.Fields)
 	assert.Equal(t, 1, res.Usable)
@@ -239,7 +240,7 @@ func TestUpdateSameGeometryKeepsProducts(t *testing.T) {
 	geom := map[string]any{"type": "MultiPolygon", "coordinates": fields["UES-03"].Geometry}
 	r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{"field_name": "a", "indices": "ndvi", "geometry": geom})
 	require.Equal(t, 201, r.Status, "%s", r.Body)
-	_, err := env.Server.Ingest(context.Background(), sceneDir, server.IngestOptions{})
+	_, err := env.Archive.Ingest(context.Background(), sceneDir, archive.IngestOptions{})
 	require.NoError(t, err)
 	r = do(t, env.Handler, "POST", "/fields/update", tok, map[string]any{"field_name": "a", "geometry": geom, "group": "g"})
 	require.Equal(t, 200, r.Status, "%s", r.Body)

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery/geotiff"
@@ -30,10 +31,10 @@ import (
 	"github.com/cropkit/cropkit/server/servertest"
 )
 
-func countProducts(t *testing.T, st *server.Store) int {
+func countProducts(t *testing.T, env *servertest.Env) int {
 	t.Helper()
 	var n int
-	require.NoError(t, st.DB().QueryRow(`SELECT count(*) FROM products`).Scan(&n))
+	require.NoError(t, env.DB(t).QueryRow(`SELECT count(*) FROM products`).Scan(&n))
 	return n
 }
 
@@ -49,12 +50,12 @@ func TestReingestReplacesAndGeometryUpdateDropsProducts(t *testing.T) {
 	ctx := context.Background()
 	for range 2 {
 		for _, d := range []string{"2019-06-20", "2019-06-25"} {
-			_, err := env.Server.Ingest(ctx, filepath.Join(sceneRoot, d), server.IngestOptions{})
+			_, err := env.Archive.Ingest(ctx, filepath.Join(sceneRoot, d), archive.IngestOptions{})
 			require.NoError(t, err)
 		}
 	}
-	assert.Equal(t, 4, countProducts(t, env.Store), "2 dates × 2 indices, re-ingestion replaces")
-	entries, err := os.ReadDir(filepath.Join(env.Store.Dir(), "products", "1"))
+	assert.Equal(t, 4, countProducts(t, env), "2 dates × 2 indices, re-ingestion replaces")
+	entries, err := os.ReadDir(filepath.Join(env.Dir, "products", "1"))
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "one bundle: the cloudy date has no files")
 	assert.Equal(t, "2019-06-20.zip", entries[0].Name())
@@ -62,13 +63,13 @@ func TestReingestReplacesAndGeometryUpdateDropsProducts(t *testing.T) {
 	// Group change keeps products; geometry change drops them.
 	r = do(t, h, "POST", "/fields/update", tok, map[string]any{"field_name": "a", "group": "g2"})
 	require.Equal(t, 200, r.Status)
-	assert.Equal(t, 4, countProducts(t, env.Store))
+	assert.Equal(t, 4, countProducts(t, env))
 	geom12 := map[string]any{"type": "MultiPolygon", "coordinates": fields["UES-12"].Geometry}
 	r = do(t, h, "POST", "/fields/update", tok, map[string]any{"field_name": "a", "geometry": geom12})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Equal(t, "g2", r.JSON(t)["field"].(map[string]any)["group"])
-	assert.Equal(t, 0, countProducts(t, env.Store))
-	assert.NoDirExists(t, filepath.Join(env.Store.Dir(), "products", "1"))
+	assert.Equal(t, 0, countProducts(t, env))
+	assert.NoDirExists(t, filepath.Join(env.Dir, "products", "1"))
 	r = do(t, h, "POST", "/download/ndvi/json?field_name=a", tok, nil)
 	assert.Equal(t, 404, r.Status)
 	assert.Equal(t, "no_imagery", r.ErrorCode(t))
@@ -108,7 +109,7 @@ func TestUploadErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(bigFile, big, 0o644))
 	code, body = upload(map[string]string{"B02": bigFile})
 	assert.Equal(t, 413, code, body)
-	entries, err := os.ReadDir(filepath.Join(env.Store.Dir(), "tmp"))
+	entries, err := os.ReadDir(filepath.Join(env.Dir, "tmp"))
 	require.NoError(t, err)
 	assert.Empty(t, entries, "upload folders are removed")
 }
@@ -123,7 +124,7 @@ func TestRasterOpensInGDAL(t *testing.T) {
 	r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{"field_name": "a", "indices": "ndvi",
 		"geometry": map[string]any{"type": "MultiPolygon", "coordinates": fields["UES-12"].Geometry}})
 	require.Equal(t, 201, r.Status, "%s", r.Body)
-	_, err := env.Server.Ingest(context.Background(), filepath.Join(sceneRoot, "2019-06-20"), server.IngestOptions{})
+	_, err := env.Archive.Ingest(context.Background(), filepath.Join(sceneRoot, "2019-06-20"), archive.IngestOptions{})
 	require.NoError(t, err)
 	r = do(t, env.Handler, "GET", "/rasters/get?field_name=a&index=ndvi", tok, nil)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
@@ -166,7 +167,7 @@ func TestRasterOpensInGDAL(t *testing.T) {
 func TestIngestSTACItemPathAndURL(t *testing.T) {
 	sceneDir := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
 	fields := flandersFields(t)
-	env := servertest.New(t, server.Config{IngestAllowPrivate: true}) // the item is served on loopback
+	env := servertest.NewWith(t, archive.Config{IngestAllowPrivate: true}, server.Config{}) // the item is served on loopback
 	tok := env.AddUser(t, "u", nil)
 	r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{"field_name": "a", "indices": "ndvi,evi",
 		"geometry": map[string]any{"type": "MultiPolygon", "coordinates": fields["UES-03"].Geometry}})
@@ -196,7 +197,7 @@ func TestIngestSTACItemPathAndURL(t *testing.T) {
 	r = do(t, env.Handler, "POST", "/scenes/ingest", env.AdminToken, map[string]string{"source": ts.URL + "/item.json"})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Equal(t, 2.0, r.JSON(t)["usable"])
-	assert.Equal(t, 2, countProducts(t, env.Store), "the same date again: replaced")
+	assert.Equal(t, 2, countProducts(t, env), "the same date again: replaced")
 	r = do(t, env.Handler, "GET", "/download/ndvi/json?field_name=a", tok, nil)
 	require.Equal(t, 200, r.Status)
 	assert.InDelta(t, 0.849754, r.JSON(t)["mean"], 1e-6)
@@ -299,12 +300,12 @@ func TestIngestReadsOnlyFieldWindows(t *testing.T) {
 		lon, lat := tr.Transform(p[0], p[1])
 		ring = append(ring, orb.Point{lon, lat})
 	}
-	admin, err := env.Store.UserByName(context.Background(), "admin")
+	admin, err := env.Archive.UserByName(context.Background(), "admin")
 	require.NoError(t, err)
-	_, err = env.Store.InsertField(context.Background(), server.Field{OwnerID: admin.ID, Name: "small", Indices: []string{"ndvi", "evi", "ndre"}, Geometry: orb.MultiPolygon{{ring}}})
+	_, err = env.Archive.Store().InsertField(context.Background(), archive.Field{OwnerID: admin.ID, Name: "small", Indices: []string{"ndvi", "evi", "ndre"}, Geometry: orb.MultiPolygon{{ring}}}, 0)
 	require.NoError(t, err)
 
-	res, err := env.Server.Ingest(context.Background(), ts.URL+"/item.json", server.IngestOptions{})
+	res, err := env.Archive.Ingest(context.Background(), ts.URL+"/item.json", archive.IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Fields)
 	assert.Equal(t, 3, res.Usable, "%+v", res)

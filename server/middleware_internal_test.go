@@ -30,31 +30,6 @@ func TestRecovererAnswers500AndLogs(t *testing.T) {
 	assert.Contains(t, logs.String(), "nil map")
 }
 
-func TestSetMeanVariation(t *testing.T) {
-	for _, tc := range []struct{ doc, value, want string }{
-		{`{"ndvi":[[0.1,null]],"mean":0.1,"mean_variation":null,"date":"2019-06-20"}`, "12.5", `{"ndvi":[[0.1,null]],"mean":0.1,"mean_variation":12.5,"date":"2019-06-20"}`},
-		{`{"mean":0.1,"mean_variation":3.25}`, "null", `{"mean":0.1,"mean_variation":null}`},
-	} {
-		got, err := setMeanVariation([]byte(tc.doc), tc.value)
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, string(got))
-	}
-	_, err := setMeanVariation([]byte(`{"mean":1}`), "1")
-	assert.Error(t, err)
-}
-
-func TestClosestDate(t *testing.T) {
-	ps := []StoredProduct{{Date: "2019-04-01"}, {Date: "2019-04-21"}, {Date: "2019-05-16"}}
-	for _, tc := range []struct {
-		date string
-		want int
-	}{
-		{"", 2}, {"2019-04-21", 1}, {"2019-04-11", 0}, {"2019-04-12", 1}, {"2018-01-01", 0}, {"2020-01-01", 2}, {"2019-05-03", 1}, {"2019-05-04", 2},
-	} {
-		assert.Equal(t, tc.want, closestDate(ps, tc.date), tc.date)
-	}
-}
-
 func TestDownloadKind(t *testing.T) {
 	for _, tc := range []struct{ fileType, ext, want string }{
 		{"image", "", kindPNG}, {"json", "", kindJSON}, {"", "", kindZip}, {"json", "png", kindPNG}, {"image", "json", kindJSON}, {"", "PNG", kindPNG},
@@ -74,7 +49,7 @@ func TestDownloadKind(t *testing.T) {
 func TestParams(t *testing.T) {
 	r := httptest.NewRequest("POST", "/x?lat=50.5&indices=ndvi,%20NDRE&date=2019-06-20", strings.NewReader(`{"lon":4.25,"labels":"{\"a\":\"b\"}","geometry":{"type":"Polygon"}}`))
 	r.Header.Set("Content-Type", "application/json")
-	p, err := readParams(r)
+	p, err := readParams(r, 1<<20)
 	require.NoError(t, err)
 	lat, ok, err := p.float("lat")
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -23,10 +24,10 @@ import (
 
 // snapshot is everything a request could change: every table row and every
 // product file with its content hash.
-func snapshot(t *testing.T, st *server.Store) string {
+func snapshot(t *testing.T, env *servertest.Env) string {
 	t.Helper()
 	var b strings.Builder
-	db := st.DB()
+	db := env.DB(t)
 	for _, q := range []string{
 		`SELECT id, name, password_hash, is_admin, indices FROM users ORDER BY id`,
 		`SELECT hash, user_id FROM tokens ORDER BY hash`,
@@ -49,7 +50,7 @@ func snapshot(t *testing.T, st *server.Store) string {
 		require.NoError(t, rows.Err())
 		rows.Close()
 	}
-	root := filepath.Join(st.Dir(), "products")
+	root := env.Dir
 	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -84,7 +85,7 @@ func TestNegative(t *testing.T) {
 	require.Equal(t, 201, r.Status, "%s", r.Body)
 	assert.Equal(t, []any{"ndvi"}, r.JSON(t)["field"].(map[string]any)["indices"], "default indices: those the user may use")
 	// Only a1 and b1 get imagery: ingest, then register "empty".
-	res, err := env.Server.Ingest(context.Background(), filepath.Join(sceneRoot, "2019-06-20"), server.IngestOptions{})
+	res, err := env.Archive.Ingest(context.Background(), filepath.Join(sceneRoot, "2019-06-20"), archive.IngestOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Fields)
 	r = do(t, h, "POST", "/fields/delete?field_name=empty", alice, nil)
@@ -94,7 +95,7 @@ func TestNegative(t *testing.T) {
 	r = do(t, h, "POST", "/fields/metadata/register", alice, map[string]any{"field_name": "a1", "start_date": "2019-01-01"})
 	require.Equal(t, 201, r.Status, "%s", r.Body)
 
-	before := snapshot(t, env.Store)
+	before := snapshot(t, env)
 	bowtie := map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.08, 50.76}, {4.08, 50.74}, {4.06, 50.75}, {4.06, 50.74}}}}
 	open := map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.75}}}}
 	three := map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.74}, {4.06, 50.74}}}}
@@ -213,7 +214,7 @@ func TestNegative(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusUnsupportedMediaType, rec.Code)
 
-	require.Equal(t, before, snapshot(t, env.Store), "a failed request changed the stored state")
+	require.Equal(t, before, snapshot(t, env), "a failed request changed the stored state")
 }
 
 func TestTokenForms(t *testing.T) {
@@ -242,12 +243,12 @@ func TestTokenForms(t *testing.T) {
 
 	// Tokens are stored hashed, never in clear.
 	var n int
-	require.NoError(t, env.Store.DB().QueryRow(`SELECT count(*) FROM tokens WHERE hash = ?`, tok).Scan(&n))
+	require.NoError(t, env.DB(t).QueryRow(`SELECT count(*) FROM tokens WHERE hash = ?`, tok).Scan(&n))
 	assert.Zero(t, n)
 	assert.GreaterOrEqual(t, len(tok), 43, "32 random bytes in base64url")
 
 	// Login with a password issues a working token.
-	_, err := env.Store.CreateUser(context.Background(), server.NewUser{Name: "dave", Password: "correct horse"})
+	_, err := env.Archive.CreateUser(context.Background(), archive.NewUser{Name: "dave", Password: "correct horse"})
 	require.NoError(t, err)
 	r = do(t, h, "POST", "/login", "", map[string]string{"username": "dave", "password": "correct horse"})
 	require.Equal(t, 200, r.Status, "%s", r.Body)
@@ -255,6 +256,6 @@ func TestTokenForms(t *testing.T) {
 	r = do(t, h, "GET", "/fields/list", newTok, nil)
 	assert.Equal(t, 200, r.Status)
 	var hash string
-	require.NoError(t, env.Store.DB().QueryRow(`SELECT password_hash FROM users WHERE name = 'dave'`).Scan(&hash))
+	require.NoError(t, env.DB(t).QueryRow(`SELECT password_hash FROM users WHERE name = 'dave'`).Scan(&hash))
 	assert.True(t, strings.HasPrefix(hash, "$2a$"), "bcrypt hash, got %q", hash)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
@@ -75,7 +76,7 @@ func (rc *receiver) requests() []hookRequest {
 }
 
 // runWebhooks runs the server's dispatcher until the test ends.
-func runWebhooks(t *testing.T, srv *server.Server) {
+func runWebhooks(t *testing.T, srv *archive.Archive) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -88,10 +89,10 @@ func runWebhooks(t *testing.T, srv *server.Server) {
 
 // webhookEnv is a server with fast retries, its dispatcher running, and
 // one user "farmer".
-func webhookEnv(t *testing.T, opts server.WebhookOptions) (*servertest.Env, string) {
+func webhookEnv(t *testing.T, opts archive.WebhookOptions) (*servertest.Env, string) {
 	t.Helper()
-	env := servertest.New(t, server.Config{Webhooks: opts})
-	runWebhooks(t, env.Server)
+	env := servertest.NewWith(t, archive.Config{Webhooks: opts}, server.Config{})
+	runWebhooks(t, env.Archive)
 	return env, env.AddUser(t, "farmer", nil)
 }
 
@@ -166,19 +167,19 @@ func settled(t *testing.T, h http.Handler, tok string, within time.Duration) []l
 
 func ingest(t *testing.T, env *servertest.Env, scene string) {
 	t.Helper()
-	_, err := env.Server.Ingest(context.Background(), scene, server.IngestOptions{})
+	_, err := env.Archive.Ingest(context.Background(), scene, archive.IngestOptions{})
 	require.NoError(t, err)
 }
 
 // storedProduct is the field's stored product of index and date.
-func storedProduct(t *testing.T, env *servertest.Env, user, field, index, date string) server.StoredProduct {
+func storedProduct(t *testing.T, env *servertest.Env, user, field, index, date string) archive.Product {
 	t.Helper()
 	ctx := context.Background()
-	u, err := env.Store.UserByName(ctx, user)
+	u, err := env.Archive.UserByName(ctx, user)
 	require.NoError(t, err)
-	f, err := env.Store.FieldByName(ctx, u.ID, field)
+	f, err := env.Archive.Store().FieldByName(ctx, u.ID, field)
 	require.NoError(t, err)
-	ps, err := env.Store.Products(ctx, server.ProductQuery{FieldID: f.ID, Index: index, From: date, To: date})
+	ps, err := env.Archive.Store().Products(ctx, archive.ProductQuery{FieldID: f.ID, Index: index, From: date, To: date})
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	return ps[0]
@@ -188,11 +189,11 @@ func storedProduct(t *testing.T, env *servertest.Env, user, field, index, date s
 func previousUsableMean(t *testing.T, env *servertest.Env, user, field, index, date string) *float64 {
 	t.Helper()
 	ctx := context.Background()
-	u, err := env.Store.UserByName(ctx, user)
+	u, err := env.Archive.UserByName(ctx, user)
 	require.NoError(t, err)
-	f, err := env.Store.FieldByName(ctx, u.ID, field)
+	f, err := env.Archive.Store().FieldByName(ctx, u.ID, field)
 	require.NoError(t, err)
-	ps, err := env.Store.Products(ctx, server.ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true})
+	ps, err := env.Archive.Store().Products(ctx, archive.ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true})
 	require.NoError(t, err)
 	var prev *float64
 	for _, p := range ps {
@@ -206,7 +207,7 @@ func previousUsableMean(t *testing.T, env *servertest.Env, user, field, index, d
 
 func TestWebhooksEndToEndRealScenes(t *testing.T) {
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
-	env, tok := webhookEnv(t, server.WebhookOptions{AllowPrivate: true, RetryBase: 50 * time.Millisecond, Timeout: 2 * time.Second})
+	env, tok := webhookEnv(t, archive.WebhookOptions{AllowPrivate: true, RetryBase: 50 * time.Millisecond, Timeout: 2 * time.Second})
 	h := env.Handler
 	names := []string{"UES-03", "UES-12", "UES-14"}
 	indices := []string{"ndvi", "ndre", "evi"}
@@ -263,15 +264,17 @@ func TestWebhooksEndToEndRealScenes(t *testing.T) {
 						[]float64{c.Mean, c.Median, c.Std, c.Min, c.Max, c.P25, c.P75}, "%s %s", p.Field, u.Index)
 					prev := previousUsableMean(t, env, "farmer", p.Field, u.Index, date)
 					if prev == nil {
-						assert.Nil(t, c.MeanVariation, "first image")
+						assert.Zero(t, c.MeanVariation, "first image")
+						assert.Nil(t, c.PreviousDate, "first image")
 						continue
 					}
-					require.NotNil(t, c.MeanVariation)
-					assert.InDelta(t, 100*(sp.Mean-*prev)/math.Abs(*prev), *c.MeanVariation, 1e-9)
+					require.NotNil(t, c.PreviousDate)
+					assert.InDelta(t, 100*(sp.Mean-*prev)/math.Abs(*prev), c.MeanVariation, 1e-9)
 					// The download's §2.5 JSON says the same.
 					r := do(t, h, "GET", fmt.Sprintf("/download/%s/json?field_name=%s&date=%s", u.Index, p.Field, date), tok, nil)
 					require.Equal(t, 200, r.Status, "%s", r.Body)
-					assert.Equal(t, *c.MeanVariation, r.JSON(t)["mean_variation"])
+					assert.Equal(t, c.MeanVariation, r.JSON(t)["mean_variation"])
+					assert.Equal(t, *c.PreviousDate, r.JSON(t)["previous_date"])
 				}
 			}
 			assert.Len(t, seen, len(names))
@@ -317,7 +320,7 @@ func TestWebhooksEndToEndRealScenes(t *testing.T) {
 func TestWebhookRetriesDisableAndIsolation(t *testing.T) {
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
 	const timeout = 3 * time.Second
-	env, tok := webhookEnv(t, server.WebhookOptions{AllowPrivate: true, RetryBase: 10 * time.Millisecond, Timeout: timeout})
+	env, tok := webhookEnv(t, archive.WebhookOptions{AllowPrivate: true, RetryBase: 10 * time.Millisecond, Timeout: timeout})
 	h := env.Handler
 	registerRealFields(t, h, tok, []string{"UES-03"}, []string{"ndvi"})
 
@@ -441,7 +444,7 @@ func TestWebhookRetriesDisableAndIsolation(t *testing.T) {
 
 func TestWebhookSSRFGuard(t *testing.T) {
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
-	env, tok := webhookEnv(t, server.WebhookOptions{RetryBase: 10 * time.Millisecond, Timeout: 2 * time.Second})
+	env, tok := webhookEnv(t, archive.WebhookOptions{RetryBase: 10 * time.Millisecond, Timeout: 2 * time.Second})
 	h := env.Handler
 
 	// Literal private addresses are refused at registration, before any connection.
@@ -480,7 +483,7 @@ func TestWebhookSSRFGuard(t *testing.T) {
 }
 
 func TestWebhookEndpointErrors(t *testing.T) {
-	env, alice := webhookEnv(t, server.WebhookOptions{})
+	env, alice := webhookEnv(t, archive.WebhookOptions{})
 	h := env.Handler
 	bob := env.AddUser(t, "bob", nil)
 	const aliceURL, bobURL = "https://farm.example.com/hooks/a", "https://farm.example.com/hooks/b"
@@ -559,7 +562,7 @@ func TestWebhookEndpointErrors(t *testing.T) {
 // After POST /notifications/delete?id=N, registering again (even the same
 // URL) gets a new id: ids in the delivery history never name another URL.
 func TestWebhookIDsNotReusedAfterDelete(t *testing.T) {
-	env, alice := webhookEnv(t, server.WebhookOptions{})
+	env, alice := webhookEnv(t, archive.WebhookOptions{})
 	h := env.Handler
 	register := func(u string) registered {
 		t.Helper()
@@ -598,8 +601,8 @@ func BenchmarkIngestWebhooks(b *testing.B) {
 		deliver bool
 	}{{"hooks=0", 0, false}, {"hooks=2/enqueue", 2, false}, {"hooks=2/delivered", 2, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			env := servertest.New(b, server.Config{Webhooks: server.WebhookOptions{AllowPrivate: true}})
-			gridFields(b, env.Store, g, 10, 6, allIndices)
+			env := servertest.NewWith(b, archive.Config{Webhooks: archive.WebhookOptions{AllowPrivate: true}}, server.Config{})
+			gridFields(b, env.Archive.Store(), g, 10, 6, allIndices)
 			var (
 				mu   sync.Mutex
 				acks int
@@ -619,13 +622,13 @@ func BenchmarkIngestWebhooks(b *testing.B) {
 			if bc.deliver {
 				rctx, cancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
-				go func() { done <- env.Server.RunWebhooks(rctx) }()
+				go func() { done <- env.Archive.RunWebhooks(rctx) }()
 				defer func() { cancel(); <-done }()
 			}
 			start := time.Now()
 			n := 0
 			for b.Loop() {
-				res, err := env.Server.Ingest(ctx, sceneDir, server.IngestOptions{})
+				res, err := env.Archive.Ingest(ctx, sceneDir, archive.IngestOptions{})
 				require.NoError(b, err)
 				require.Equal(b, 100, res.Fields)
 				n++
@@ -649,28 +652,28 @@ func BenchmarkIngestWebhooks(b *testing.B) {
 	}
 }
 
-// The server enqueues notifications with the products; RunWebhooks delivers
+// The archive enqueues notifications with the products; RunWebhooks delivers
 // them until its context ends (cropkit serve runs it beside the HTTP server).
-func ExampleServer_RunWebhooks() {
+func Example_runWebhooks() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "cropkit-example")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	store, err := server.OpenStore(ctx, dir)
+	core, err := archive.Open(ctx, dir, true, archive.Config{Webhooks: archive.WebhookOptions{Timeout: 5 * time.Second}})
 	if err != nil {
 		panic(err)
 	}
-	defer store.Close()
-	token, _, _ := store.EnsureAdmin(ctx)
-	srv, err := server.New(server.Config{Store: store, Webhooks: server.WebhookOptions{Timeout: 5 * time.Second}})
+	defer core.Close()
+	token, _, _ := core.EnsureAdmin(ctx)
+	srv, err := server.New(server.Config{Archive: core})
 	if err != nil {
 		panic(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- srv.RunWebhooks(runCtx) }()
+	go func() { done <- core.RunWebhooks(runCtx) }()
 	defer func() { stop(); <-done }()
 
 	req := httptest.NewRequest("POST", "/notifications/register_webhook?url="+url.QueryEscape("https://farm.example.com/hooks/cropkit"), nil)
@@ -693,17 +696,17 @@ func ExampleServer_RunWebhooks() {
 }
 
 func TestRunWebhooksOnce(t *testing.T) {
-	env, _ := webhookEnv(t, server.WebhookOptions{}) // runs one dispatcher
+	env, _ := webhookEnv(t, archive.WebhookOptions{}) // runs one dispatcher
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	// A second concurrent run is refused (once the first has started).
 	require.Eventually(t, func() bool {
-		return errors.Is(env.Server.RunWebhooks(cancelled), server.ErrWebhooksRunning)
+		return errors.Is(env.Archive.RunWebhooks(cancelled), archive.ErrWebhooksRunning)
 	}, 5*time.Second, 5*time.Millisecond)
 
 	// Another server over a fresh store runs and stops with its context.
 	other := servertest.New(t, server.Config{})
-	require.ErrorIs(t, other.Server.RunWebhooks(cancelled), context.Canceled)
-	_, err := server.New(server.Config{Store: other.Store, Webhooks: server.WebhookOptions{Timeout: -time.Second}})
+	require.ErrorIs(t, other.Archive.RunWebhooks(cancelled), context.Canceled)
+	_, err := archive.New(archive.Config{Store: other.Archive.Store(), Blobs: other.Archive.Blobs(), Webhooks: archive.WebhookOptions{Timeout: -time.Second}})
 	require.ErrorContains(t, err, "negative webhook option")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery"
@@ -176,14 +177,14 @@ func newZoneEnv(t *testing.T, cfg server.Config) *zoneEnv {
 		require.Equal(t, 201, r.Status, "%s", r.Body)
 	}
 	for _, d := range zoneDates {
-		_, err := z.env.Server.Ingest(context.Background(), filepath.Join(sceneRoot, d), server.IngestOptions{})
+		_, err := z.env.Archive.Ingest(context.Background(), filepath.Join(sceneRoot, d), archive.IngestOptions{})
 		require.NoError(t, err, d)
 	}
-	u, err := z.env.Store.UserByName(context.Background(), "farmer")
+	u, err := z.env.Archive.UserByName(context.Background(), "farmer")
 	require.NoError(t, err)
-	f, err := z.env.Store.FieldByName(context.Background(), u.ID, "UES-03")
+	f, err := z.env.Archive.Store().FieldByName(context.Background(), u.ID, "UES-03")
 	require.NoError(t, err)
-	ps, err := z.env.Store.Products(context.Background(), server.ProductQuery{FieldID: f.ID, Index: "ndvi", UsableOnly: true})
+	ps, err := z.env.Archive.Store().Products(context.Background(), archive.ProductQuery{FieldID: f.ID, Index: "ndvi", UsableOnly: true})
 	require.NoError(t, err)
 	require.Len(t, ps, len(zoneDates))
 	z.grid = ps[0].Grid
@@ -574,7 +575,7 @@ func TestVariableRateZonesCustomLayer(t *testing.T) {
 	r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{
 		"field_name": "block", "indices": "ndvi", "geometry": map[string]any{"type": "Polygon", "coordinates": sloveniaBlock(t)}})
 	require.Equal(t, 201, r.Status, "%s", r.Body)
-	_, err := env.Server.Ingest(context.Background(), scene, server.IngestOptions{})
+	_, err := env.Archive.Ingest(context.Background(), scene, archive.IngestOptions{})
 	require.NoError(t, err)
 
 	layers := func(w int) string {
@@ -599,7 +600,7 @@ func TestVariableRateZonesCustomLayer(t *testing.T) {
 	}
 	assert.Less(t, overlapShare(t, decodeZones(t, only), decodeZones(t, w10)), overlapShare(t, decodeZones(t, only), decodeZones(t, w1)),
 		"the heavier the land-use layer, the further from NDVI-only zones")
-	before := snapshot(t, env.Store)
+	before := snapshot(t, env)
 	assert.NotContains(t, before, "uploads", "§4.1 does not store the request's files")
 
 	// The same shapefile uploaded first, then used by name.
@@ -638,7 +639,7 @@ func TestVariableRateZonesCustomLayer(t *testing.T) {
 	// Deleting the field deletes its uploads.
 	r = do(t, env.Handler, "POST", "/fields/delete?field_name=block", tok, nil)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	_, err = os.Stat(filepath.Join(env.Store.Dir(), "products", "1", "uploads"))
+	_, err = os.Stat(filepath.Join(env.Dir, "products", "1", "uploads"))
 	assert.True(t, os.IsNotExist(err), "uploads removed with the field")
 }
 
@@ -646,7 +647,7 @@ const ndviLayerSI = `[{"type":"crop_health","weight":1,"date":"2015-07-11","inde
 
 func sloveniaGrid(t *testing.T, env *servertest.Env) geo.Grid {
 	t.Helper()
-	ps, err := env.Store.Products(context.Background(), server.ProductQuery{FieldID: 1, Index: "ndvi", UsableOnly: true})
+	ps, err := env.Archive.Store().Products(context.Background(), archive.ProductQuery{FieldID: 1, Index: "ndvi", UsableOnly: true})
 	require.NoError(t, err)
 	require.NotEmpty(t, ps)
 	return ps[0].Grid
@@ -895,7 +896,7 @@ func TestZonesNegative(t *testing.T) {
 		{"convert not GeoJSON", "POST", "/convert/geojson-to-shapefile", tok, "{nope", 400, "bad_request", ""},
 	}
 
-	before := snapshot(t, env.Store)
+	before := snapshot(t, env)
 	require.Contains(t, before, "uploads", "the stored upload is part of the snapshot")
 	for _, c := range forms {
 		t.Run(c.name, func(t *testing.T) {
@@ -913,7 +914,7 @@ func TestZonesNegative(t *testing.T) {
 			assert.Contains(t, r.JSON(t)["error"].(map[string]any)["message"], c.contains)
 		})
 	}
-	require.Equal(t, before, snapshot(t, env.Store), "a failed request changed the stored state")
+	require.Equal(t, before, snapshot(t, env), "a failed request changed the stored state")
 }
 
 func ndviLayerIndex(index string) string {
@@ -932,7 +933,7 @@ func BenchmarkPrescriptionZones(b *testing.B) {
 	}
 	env := servertest.New(b, server.Config{})
 	ctx := context.Background()
-	admin, err := env.Store.UserByName(ctx, "admin")
+	admin, err := env.Archive.UserByName(ctx, "admin")
 	require.NoError(b, err)
 	sizes := []string{"100ha", "1000ha", "10000ha"}
 	for _, size := range sizes {
@@ -940,10 +941,10 @@ func BenchmarkPrescriptionZones(b *testing.B) {
 		require.NoError(b, err)
 		feats, err := geo.ReadFeatures(data)
 		require.NoError(b, err)
-		_, err = env.Store.InsertField(ctx, server.Field{OwnerID: admin.ID, Name: size, Indices: []string{"ndvi"}, Geometry: feats[0].Geometry})
+		_, err = env.Archive.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: size, Indices: []string{"ndvi"}, Geometry: feats[0].Geometry}, 0)
 		require.NoError(b, err)
 	}
-	_, err = env.Server.Ingest(ctx, tile, server.IngestOptions{Date: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)})
+	_, err = env.Archive.Ingest(ctx, tile, archive.IngestOptions{Date: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)})
 	require.NoError(b, err)
 	for _, size := range sizes {
 		b.Run(size, func(b *testing.B) {

@@ -9,20 +9,22 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cropkit/cropkit/server"
+	"github.com/cropkit/cropkit/archive"
 )
 
-// runIngest ingests scenes into a data directory (works while a server runs):
+// runIngest ingests scenes into an existing data directory (works while a
+// server runs):
 //
 //	cropkit ingest --data DIR [--min-clear 0.6] [--date YYYY-MM-DD] SCENE...
 //
 // SCENE is a scene folder, a STAC item path or a STAC item URL. One line per
-// scene on stdout; a scene that fails makes the exit status non-zero.
+// scene on stdout and a summary; a scene that fails makes the exit status
+// non-zero. Progress goes to stderr.
 func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "./cropkit-data", "data directory")
-	minClear := fs.Float64("min-clear", server.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
+	dataDir := fs.String("data", "./cropkit-data", "data directory (must exist: created by cropkit serve)")
+	minClear := fs.Float64("min-clear", archive.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	dateFlag := fs.String("date", "", "acquisition date YYYY-MM-DD for scenes without one in their metadata or name")
 	workers := fs.Int("workers", 0, "fields ingested concurrently (0: number of CPUs)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
@@ -33,9 +35,15 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if len(scenes) == 0 {
 		return errors.New("usage: cropkit ingest --data DIR [--min-clear 0.6] [--date YYYY-MM-DD] SCENE...")
 	}
-	var opts server.IngestOptions
+	if !(*minClear > 0 && *minClear <= 1) {
+		return fmt.Errorf("--min-clear must be a fraction in (0, 1], got %v", *minClear)
+	}
+	if *workers < 0 {
+		return fmt.Errorf("--workers must not be negative, got %d", *workers)
+	}
+	var opts archive.IngestOptions
 	if *dateFlag != "" {
-		t, err := time.Parse(server.DateLayout, *dateFlag)
+		t, err := time.Parse(time.DateOnly, *dateFlag)
 		if err != nil {
 			return fmt.Errorf("--date must be YYYY-MM-DD, got %q", *dateFlag)
 		}
@@ -45,24 +53,43 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	store, err := server.OpenStore(ctx, *dataDir)
+	core, err := archive.Open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger})
+	if errors.Is(err, archive.ErrNotFound) {
+		return fmt.Errorf("--data %s: no cropkit data directory there (start `cropkit serve --data %s` once to create it)", *dataDir, *dataDir)
+	}
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	srv, err := server.New(server.Config{Store: store, MinClear: *minClear, Workers: *workers, Logger: logger})
-	if err != nil {
-		return err
-	}
-	var errs []error
+	defer core.Close()
+	var (
+		errs  []error
+		total archive.IngestResult
+	)
+	start := time.Now()
 	for _, src := range scenes {
-		start := time.Now()
-		res, err := srv.Ingest(ctx, src, opts)
-		fmt.Fprintf(stdout, "%s %s: %d fields, %d usable, %d unusable, %d outside, %d failed (%s)\n",
-			res.Date, src, res.Fields, res.Usable, res.Unusable, res.Outside, res.Failed, time.Since(start).Round(time.Millisecond))
+		sceneStart := time.Now()
+		bar := newProgress(stderr, "ingest "+src, 0)
+		opts.Progress = func(done, n int) {
+			if bar.total != n {
+				bar.Finish()
+				bar = newProgress(stderr, "ingest "+src, n)
+			}
+			bar.Set(done)
+		}
+		res, err := core.Ingest(ctx, src, opts)
+		bar.Finish()
+		fmt.Fprintf(stdout, "%s %s: %d fields, %d usable, %d unusable, %d outside, %d skipped, %d failed (%s)\n",
+			res.Date, src, res.Fields, res.Usable, res.Unusable, res.Outside, res.Skipped, res.Failed, time.Since(sceneStart).Round(time.Millisecond))
+		total.Fields += res.Fields
+		total.Usable += res.Usable
+		total.Unusable += res.Unusable
+		total.Skipped += res.Skipped + res.Outside
+		total.Failed += res.Failed
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", src, err))
 		}
 	}
+	fmt.Fprintf(stdout, "ingested %d scene(s): %d field images, %d usable products, %d unusable, %d skipped, %d failed in %s\n",
+		len(scenes)-len(errs), total.Fields, total.Usable, total.Unusable, total.Skipped, total.Failed, time.Since(start).Round(time.Millisecond))
 	return errors.Join(errs...)
 }

@@ -5,11 +5,13 @@
 //	cropkit index   --scene DIR --fields FILE.geojson --index ndvi,... --out OUTDIR
 //	cropkit zones   --scene DIR --fields FILE.geojson --field NAME --index ndvi --zones K --out FILE
 //	cropkit user add NAME --data DIR
-//	cropkit token create NAME --data DIR
+//	cropkit token create|list|revoke NAME --data DIR
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +42,7 @@ commands:
   index    compute per-field index statistics and PNGs from local scenes
   zones    compute management zones for one field from local scenes
   user     manage accounts (user add NAME)
-  token    manage tokens (token create NAME)
+  token    manage tokens (token create|list|revoke NAME)
 
 Run 'cropkit <command> -h' for the command's flags.
 `
@@ -66,7 +68,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "cropkit: unknown command %q\n%s", args[0], usage)
 		return 2
 	}
-	if err := cmd(ctx, args[1:], stdin, stdout, stderr); err != nil {
+	if err := cmd(ctx, args[1:], stdin, stdout, stderr); errors.Is(err, flag.ErrHelp) {
+		return 0 // -h: the flag set printed its usage
+	} else if err != nil {
 		fmt.Fprintf(stderr, "cropkit %s: %v\n", args[0], err)
 		return 1
 	}

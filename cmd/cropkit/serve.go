@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/server"
@@ -35,15 +36,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	dataDir := fs.String("data", "./cropkit-data", "data directory (SQLite database and product files)")
 	demo := fs.Bool("demo", false, "register the bundled sample fields for admin and ingest its scenes")
-	minClear := fs.Float64("min-clear", server.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
+	minClear := fs.Float64("min-clear", archive.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	maxBody := fs.Int64("max-body", 1<<20, "request body limit in bytes")
-	var hooks server.WebhookOptions
+	var hooks archive.WebhookOptions
 	fs.DurationVar(&hooks.RetryBase, "webhook-retry-base", 5*time.Second, "first webhook retry delay; the schedule (5s, 5m, 30m, 2h, 5h, 10h, 10h) scales with it")
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
 	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
 	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let /scenes/ingest fetch scene URLs from loopback, private, link-local and metadata addresses")
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGTERM, how long requests in flight may finish before they are cancelled")
+	tokenTTL := fs.Duration("token-ttl", 0, "lifetime of new tokens, e.g. 720h (0: tokens do not expire)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,20 +65,23 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer ln.Close()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	store, err := server.OpenStore(ctx, *dataDir)
+	if *tokenTTL < 0 {
+		return errors.New("--token-ttl must not be negative")
+	}
+	core, err := archive.Open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
+		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	adminToken, created, err := store.EnsureAdmin(ctx)
+	defer core.Close()
+	adminToken, created, err := core.EnsureAdmin(ctx)
 	if err != nil {
 		return err
 	}
 	if created {
 		fmt.Fprintf(stdout, "created account admin; its token (shown only once, keep it):\nADMIN TOKEN: %s\n", adminToken)
 	}
-	srv, err := server.New(server.Config{Store: store, MinClear: *minClear, MaxBodyBytes: *maxBody, Logger: logger, Webhooks: hooks,
-		IngestAllowPrivate: *ingestAllowPrivate})
+	srv, err := server.New(server.Config{Archive: core, MaxBodyBytes: *maxBody, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -84,12 +89,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *demo {
 		if !created {
 			// The admin token was shown at the first start; issue one for the demo line.
-			if adminToken, err = store.CreateToken(ctx, "admin"); err != nil {
+			if adminToken, err = core.CreateToken(ctx, "admin"); err != nil {
 				return fmt.Errorf("demo: %w", err)
 			}
 			fmt.Fprintf(stdout, "demo: new admin token: %s\n", adminToken)
 		}
-		if demoField, err = setupDemo(ctx, srv, store, stdout); err != nil {
+		if demoField, err = setupDemo(ctx, core, *dataDir, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
@@ -102,7 +107,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// the HTTP server, letting their attempts in flight finish.
 	hookCtx, stopHooks := context.WithCancel(context.Background())
 	hooksDone := make(chan error, 1)
-	go func() { hooksDone <- srv.RunWebhooks(hookCtx) }()
+	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
 	defer func() { stopHooks(); <-hooksDone }()
 	fmt.Fprintf(stdout, "cropkit listening on %s (data %s)\n", base, *dataDir)
 	if *demo {
@@ -173,8 +178,8 @@ func shutdown(hs *http.Server, serveErr <-chan error, cancelRequests context.Can
 
 // setupDemo registers the bundled sample's fields for admin (keeping any
 // already there) and ingests its scenes; it returns a field name to try.
-func setupDemo(ctx context.Context, srv *server.Server, store *server.Store, stdout io.Writer) (string, error) {
-	admin, err := store.UserByName(ctx, "admin")
+func setupDemo(ctx context.Context, core *archive.Archive, dataDir string, stdout io.Writer) (string, error) {
+	admin, err := core.UserByName(ctx, "admin")
 	if err != nil {
 		return "", err
 	}
@@ -191,17 +196,22 @@ func setupDemo(ctx context.Context, srv *server.Server, store *server.Store, std
 		if first == "" {
 			first = f.Name
 		}
-		_, err := store.InsertField(ctx, server.Field{OwnerID: admin.ID, Name: f.Name, Group: "demo", Indices: indices, Geometry: f.Geometry})
-		if err != nil && !errors.Is(err, server.ErrExists) {
+		geom, err := archive.EncodeGeometry(f.Geometry)
+		if err != nil {
+			return "", err
+		}
+		group := "demo"
+		_, err = core.RegisterField(ctx, admin, archive.FieldInput{Name: f.Name, Group: &group, Indices: indices, Geometry: []byte(geom)})
+		if err != nil && !errors.Is(err, archive.ErrExists) {
 			return "", fmt.Errorf("register %s: %w", f.Name, err)
 		}
 	}
-	scenes, err := demodata.Extract(filepath.Join(store.Dir(), "demo-scenes"))
+	scenes, err := demodata.Extract(filepath.Join(dataDir, "demo-scenes"))
 	if err != nil {
 		return "", fmt.Errorf("extract sample: %w", err)
 	}
 	for _, dir := range scenes {
-		res, err := srv.Ingest(ctx, dir, server.IngestOptions{})
+		res, err := core.Ingest(ctx, dir, archive.IngestOptions{})
 		if err != nil {
 			return "", fmt.Errorf("ingest %s: %w", dir, err)
 		}

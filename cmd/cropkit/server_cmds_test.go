@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
-	"github.com/cropkit/cropkit/server"
 )
 
 // runCmd runs one command line and returns its exit code, stdout and stderr.
@@ -43,10 +43,10 @@ func TestUserAndTokenCommands(t *testing.T) {
 	tok := lastLine(out)
 	assert.Regexp(t, `^[A-Za-z0-9_-]{43}$`, tok)
 
-	st, err := server.OpenStore(ctx, dir)
+	st, err := archive.Open(ctx, dir, false, archive.Config{})
 	require.NoError(t, err)
 	defer st.Close()
-	u, err := st.UserByToken(ctx, tok)
+	u, _, err := st.Authenticate(ctx, tok)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", u.Name)
 	assert.Equal(t, []string{"ndvi", "ndre"}, u.Indices)
@@ -58,9 +58,20 @@ func TestUserAndTokenCommands(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	tok2 := lastLine(out)
 	assert.NotEqual(t, tok, tok2)
-	u, err = st.UserByToken(ctx, tok2)
+	u, _, err = st.Authenticate(ctx, tok2)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", u.Name)
+
+	// Tokens are listed (never their secrets) and revoked.
+	code, out, errOut = runCmd(t, "", "token", "list", "alice", "--data", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 3, out)
+	assert.NotContains(t, out, tok)
+	code, out, errOut = runCmd(t, "", "token", "revoke", "alice", "--data", dir, "--all")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "revoked 2 token(s)")
+	_, _, err = st.Authenticate(ctx, tok2)
+	assert.ErrorIs(t, err, archive.ErrUnauthenticated)
 
 	for _, tc := range []struct {
 		stdin string
@@ -74,6 +85,10 @@ func TestUserAndTokenCommands(t *testing.T) {
 		{"\n", []string{"user", "add", "bob", "--data", dir, "--password-stdin"}, "empty password"},
 		{"", []string{"token", "create", "nobody", "--data", dir}, "not found"},
 		{"", []string{"token", "list"}, "usage"},
+		{"", []string{"token", "create", "alice", "--data", dir + "-typo"}, "--data " + dir + "-typo: no cropkit data directory"},
+		{"", []string{"user", "add", "carol", "--data", dir + "-typo"}, "no cropkit data directory"},
+		{"", []string{"ingest", "--data", dir + "-typo", "scene"}, "--data " + dir + "-typo"},
+		{"", []string{"token", "revoke", "alice", "--data", dir}, "--id N or --all"},
 	} {
 		code, _, errOut := runCmd(t, tc.stdin, tc.args...)
 		assert.Equal(t, 1, code, "%v", tc.args)
@@ -85,22 +100,23 @@ func TestIngestCommand(t *testing.T) {
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
 	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := server.OpenStore(ctx, dir)
+	st, err := archive.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
-	defer st.Close()
 	_, _, err = st.EnsureAdmin(ctx)
 	require.NoError(t, err)
 	admin, err := st.UserByName(ctx, "admin")
 	require.NoError(t, err)
 	feats, err := geo.ReadFeatures(demodata.Fields())
 	require.NoError(t, err)
-	_, err = st.InsertField(ctx, server.Field{OwnerID: admin.ID, Name: feats[0].Name, Indices: []string{"ndvi", "evi"}, Geometry: feats[0].Geometry})
+	_, err = st.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: feats[0].Name, Indices: []string{"ndvi", "evi"}, Geometry: feats[0].Geometry}, 0)
 	require.NoError(t, err)
+	require.NoError(t, st.Close())
 
 	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, filepath.Join(sceneRoot, "2019-06-20"), filepath.Join(sceneRoot, "2019-06-25"))
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 2)
+	require.Len(t, lines, 3)
+	assert.Contains(t, lines[2], "ingested 2 scene(s): 2 field images, 2 usable products, 2 unusable")
 	assert.Contains(t, lines[0], "2019-06-20")
 	assert.Contains(t, lines[0], "1 fields, 2 usable, 0 unusable")
 	assert.Contains(t, lines[1], "0 usable, 2 unusable")

@@ -9,8 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/server"
+	"github.com/cropkit/cropkit/archive"
 )
 
 // parseInterspersed parses flags that may come before or after positional
@@ -39,7 +38,7 @@ func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fs := flag.NewFlagSet("user add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "./cropkit-data", "data directory")
+	dataDir := fs.String("data", "./cropkit-data", "data directory (must exist)")
 	indices := fs.String("indices", "", "comma-separated indices the user may use (default: all)")
 	passwordStdin := fs.Bool("password-stdin", false, "read a password for POST /login from the first line of stdin")
 	admin := fs.Bool("admin", false, "make the user an administrator (may ingest scenes)")
@@ -50,19 +49,13 @@ func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if len(pos) != 1 {
 		return errors.New("usage: cropkit user add NAME --data DIR [--indices ndvi,ndre,…] [--password-stdin] [--admin]")
 	}
-	nu := server.NewUser{Name: pos[0], Admin: *admin}
+	nu := archive.NewUser{Name: pos[0], Admin: *admin}
 	if *indices != "" {
-		cat := imagery.NewCatalogue()
 		nu.Indices = []string{}
 		for _, n := range strings.Split(*indices, ",") {
-			n = strings.ToLower(strings.TrimSpace(n))
-			if n == "" {
-				continue
+			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+				nu.Indices = append(nu.Indices, n)
 			}
-			if _, ok := cat.Lookup(n); !ok {
-				return fmt.Errorf("unknown index %q (known: %s)", n, strings.Join(cat.Names(), ","))
-			}
-			nu.Indices = append(nu.Indices, n)
 		}
 	}
 	if *passwordStdin {
@@ -75,15 +68,18 @@ func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return errors.New("empty password on stdin")
 		}
 	}
-	store, err := server.OpenStore(ctx, *dataDir)
+	core, err := openData(ctx, *dataDir, "--data")
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if _, err := store.CreateUser(ctx, nu); err != nil {
+	defer core.Close()
+	if _, err := core.CreateUser(ctx, nu); err != nil {
+		if errors.Is(err, archive.ErrInvalid) {
+			return fmt.Errorf("--indices or NAME: %w", err)
+		}
 		return err
 	}
-	tok, err := store.CreateToken(ctx, nu.Name)
+	tok, err := core.CreateToken(ctx, nu.Name)
 	if err != nil {
 		return err
 	}

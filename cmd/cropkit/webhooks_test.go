@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -22,10 +23,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
-	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/webhook"
 )
 
@@ -153,18 +154,18 @@ func TestServeWebhooksSurviveKillAndRestart(t *testing.T) {
 
 	// A data directory with an admin, a farmer and two of the farmer's fields.
 	dir := t.TempDir()
-	st, err := server.OpenStore(ctx, dir)
+	st, err := archive.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
 	adminTok, _, err := st.EnsureAdmin(ctx)
 	require.NoError(t, err)
-	farmer, err := st.CreateUser(ctx, server.NewUser{Name: "farmer"})
+	farmer, err := st.CreateUser(ctx, archive.NewUser{Name: "farmer"})
 	require.NoError(t, err)
 	farmerTok, err := st.CreateToken(ctx, "farmer")
 	require.NoError(t, err)
 	var fieldNames []string
 	for _, f := range feats {
 		if f.Name == "UES-03" || f.Name == "UES-12" {
-			_, err := st.InsertField(ctx, server.Field{OwnerID: farmer.ID, Name: f.Name, Group: "g", Indices: []string{"ndvi", "evi"}, Geometry: f.Geometry})
+			_, err := st.Store().InsertField(ctx, archive.Field{OwnerID: farmer.ID, Name: f.Name, Group: "g", Indices: []string{"ndvi", "evi"}, Geometry: f.Geometry}, 0)
 			require.NoError(t, err)
 			fieldNames = append(fieldNames, f.Name)
 		}
@@ -213,11 +214,11 @@ func TestServeWebhooksSurviveKillAndRestart(t *testing.T) {
 	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, filepath.Join(sceneRoot, "2019-07-05"))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "2019-07-05")
-	st, err = server.OpenStore(ctx, dir)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, archive.DBFile)+"?mode=ro")
 	require.NoError(t, err)
 	var pending int
-	require.NoError(t, st.DB().QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&pending))
-	require.NoError(t, st.Close())
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&pending))
+	require.NoError(t, db.Close())
 	assert.Equal(t, 6, pending, "2 failed for down + 2 new for each receiver")
 
 	// Restart on the same data directory with both receivers up: every

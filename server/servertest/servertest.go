@@ -5,6 +5,8 @@ package servertest
 
 import (
 	"bytes"
+	"database/sql"
+	"path/filepath"
 	"context"
 	"encoding/json"
 	"io"
@@ -19,12 +21,15 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/server"
 )
 
 // Env is a server over a temporary data directory.
 type Env struct {
-	Store      *server.Store
+	Archive *archive.Archive
+	// Dir is the data directory.
+	Dir        string
 	Server     *server.Server
 	AdminToken string
 	// Handler is Server wrapped by Validate: use it for every request.
@@ -52,26 +57,35 @@ func (c *Counter) add() {
 	c.mu.Unlock()
 }
 
-// New returns a server over t.TempDir() with cfg (Store is filled in), an
-// admin account and its token.
+// New returns a server with cfg over an archive in t.TempDir() (Archive is
+// filled in), an admin account and its token.
 func New(t testing.TB, cfg server.Config) *Env {
+	return NewWith(t, archive.Config{}, cfg)
+}
+
+// NewWith is New with the archive's configuration too.
+func NewWith(t testing.TB, acfg archive.Config, cfg server.Config) *Env {
 	t.Helper()
 	ctx := context.Background()
-	store, err := server.OpenStore(ctx, t.TempDir())
-	if err != nil {
-		t.Fatalf("open store: %v", err)
+	dir := t.TempDir()
+	if acfg.SweepGrace == 0 {
+		acfg.SweepGrace = -1 // tests reopen right after a simulated crash
 	}
-	t.Cleanup(func() { store.Close() })
-	tok, created, err := store.EnsureAdmin(ctx)
+	core, err := archive.Open(ctx, dir, true, acfg)
+	if err != nil {
+		t.Fatalf("open archive: %v", err)
+	}
+	t.Cleanup(func() { core.Close() })
+	tok, created, err := core.EnsureAdmin(ctx)
 	if err != nil || !created {
 		t.Fatalf("create admin: created=%v err=%v", created, err)
 	}
-	cfg.Store = store
+	cfg.Archive = core
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	env := &Env{Store: store, Server: srv, AdminToken: tok, Responses: &Counter{}}
+	env := &Env{Archive: core, Dir: dir, Server: srv, AdminToken: tok, Responses: &Counter{}}
 	env.Handler = Validate(t, srv, env.Responses)
 	return env
 }
@@ -80,10 +94,10 @@ func New(t testing.TB, cfg server.Config) *Env {
 func (e *Env) AddUser(t testing.TB, name string, indices []string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.Store.CreateUser(ctx, server.NewUser{Name: name, Indices: indices}); err != nil {
+	if _, err := e.Archive.CreateUser(ctx, archive.NewUser{Name: name, Indices: indices}); err != nil {
 		t.Fatalf("create user %s: %v", name, err)
 	}
-	tok, err := e.Store.CreateToken(ctx, name)
+	tok, err := e.Archive.CreateToken(ctx, name)
 	if err != nil {
 		t.Fatalf("token for %s: %v", name, err)
 	}
@@ -181,3 +195,15 @@ func checkErrorShape(res *http.Response, body []byte) error {
 type shapeError struct{ msg string }
 
 func (e *shapeError) Error() string { return e.msg }
+
+// DB opens the archive's SQLite database read-only, for tests that inspect
+// rows directly (closed with the test).
+func (e *Env) DB(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.Dir, archive.DBFile)+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatalf("open database: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,4 +1,4 @@
-package server
+package imagery
 
 import (
 	"encoding/json"
@@ -9,16 +9,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cropkit/cropkit/imagery"
 )
 
 func TestScanIndexValues(t *testing.T) {
-	rep := imagery.Report{Index: "ndvi", Cols: 3, Rows: 2,
+	rep := Report{Index: "ndvi", Cols: 3, Rows: 2,
 		Values: []float64{0.81234567, math.NaN(), -0.25, 1e-7, 0, 0.5},
-		Stats:  imagery.Stats{Mean: 0.4, Num: 5, FieldPixels: 6}, Date: time.Date(2019, 6, 20, 0, 0, 0, 0, time.UTC)}
+		Stats:  Stats{Mean: 0.4, Num: 5, FieldPixels: 6}, Date: time.Date(2019, 6, 20, 0, 0, 0, 0, time.UTC)}
 	doc, err := json.Marshal(rep)
 	require.NoError(t, err)
-	var want imagery.Report
+	var want Report
 	require.NoError(t, json.Unmarshal(doc, &want))
 
 	got, ok := scanIndexValues(doc, "ndvi", 6)
@@ -57,7 +56,7 @@ func TestScanIndexValues(t *testing.T) {
 
 func BenchmarkScanIndexValues(b *testing.B) {
 	const n = 1000 * 1000
-	rep := imagery.Report{Index: "ndvi", Cols: 1000, Rows: 1000, Values: make([]float64, n)}
+	rep := Report{Index: "ndvi", Cols: 1000, Rows: 1000, Values: make([]float64, n)}
 	for i := range rep.Values {
 		rep.Values[i] = math.Round(float64(i%9973)/9973*1e6) / 1e6
 	}
@@ -72,10 +71,30 @@ func BenchmarkScanIndexValues(b *testing.B) {
 	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
-			var r imagery.Report
+			var r Report
 			if err := json.Unmarshal(doc, &r); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+func TestSetReportVariation(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		mv   float64
+		prev string
+		want string
+	}{
+		{`{"ndvi":[[0.1,null]],"mean":0.1,"mean_variation":null,"date":"2019-06-20"}`, 12.5, "2019-06-15",
+			`{"ndvi":[[0.1,null]],"mean":0.1,"mean_variation":12.5,"previous_date":"2019-06-15","date":"2019-06-20"}`},
+		{`{"mean":0.1,"mean_variation":3.25,"previous_date":"2019-01-01"}`, 0, "",
+			`{"mean":0.1,"mean_variation":0,"previous_date":null}`},
+	} {
+		got, err := SetReportVariation([]byte(tc.doc), tc.mv, tc.prev)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, string(got))
+	}
+	_, err := SetReportVariation([]byte(`{"mean":1}`), 1, "")
+	assert.Error(t, err)
 }

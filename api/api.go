@@ -1,0 +1,126 @@
+// Package api holds the wire types the server answers and the client
+// decodes, where both sides share one definition. It imports nothing of
+// cropkit's imagery or storage, so the client stays light.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// IngestResult summarises the ingestion of one scene (POST /scenes/ingest).
+type IngestResult struct {
+	Scene string `json:"scene"`
+	Date  string `json:"date"`
+	// Fields is the number of fields whose box meets the scene footprint.
+	Fields int `json:"fields"`
+	// Outside counts those fields that, precisely, hold no pixel of the scene.
+	Outside int `json:"outside"`
+	// Usable counts stored products with enough clear pixels; Unusable the
+	// others (recorded with their cloud cover, never served).
+	Usable   int `json:"usable"`
+	Unusable int `json:"unusable"`
+	// Skipped counts fields deleted, or whose outline changed, while the
+	// scene was processed: nothing is recorded for them.
+	Skipped int `json:"skipped"`
+	// Notified counts the webhook deliveries enqueued.
+	Notified int `json:"notified"`
+	// Failed counts fields whose ingestion failed; Failures says why.
+	Failed   int            `json:"failed"`
+	Failures []FieldFailure `json:"failures"`
+}
+
+// FieldFailure is the failed ingestion of one field.
+type FieldFailure struct {
+	Owner string `json:"owner"`
+	Field string `json:"field"`
+	Error string `json:"error"`
+}
+
+// Report is the §2.5 JSON document of one field image as downloaded: the
+// index per PNG pixel (rows north to south, NaN where null) under the
+// index's name, the statistics, where to place the PNG, and how the mean
+// changed since the previous usable image.
+type Report struct {
+	Index                                 string
+	Bounds                                [2][2]float64 // [[south, west], [north, east]]
+	Cols                                  int
+	Rows                                  int
+	Values                                []float64
+	Mean, Median, Std, Min, Max, P25, P75 float64
+	Num                                   int
+	FieldPixels                           int
+	CloudCover                            float64
+	// MeanVariation is the percent change of Mean versus the image of
+	// PreviousDate; 0 with a nil PreviousDate for a field's first image.
+	MeanVariation float64
+	PreviousDate  *string
+	Date          string
+}
+
+// UnmarshalJSON reads a §2.5 document; the index is the one key that is
+// not a known member. Null statistics become NaN.
+func (r *Report) UnmarshalJSON(data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	*r = Report{}
+	floats := map[string]*float64{"mean": &r.Mean, "median": &r.Median, "std": &r.Std, "min": &r.Min, "max": &r.Max,
+		"p25": &r.P25, "p75": &r.P75, "cloud_cover": &r.CloudCover, "mean_variation": &r.MeanVariation}
+	ints := map[string]*int{"num": &r.Num, "field_pixels": &r.FieldPixels}
+	for k, raw := range m {
+		var err error
+		switch {
+		case k == "bounds":
+			err = json.Unmarshal(raw, &r.Bounds)
+		case k == "date":
+			err = json.Unmarshal(raw, &r.Date)
+		case k == "previous_date":
+			err = json.Unmarshal(raw, &r.PreviousDate)
+		case floats[k] != nil:
+			var v *float64
+			if err = json.Unmarshal(raw, &v); err == nil {
+				*floats[k] = math.NaN()
+				if v != nil {
+					*floats[k] = *v
+				}
+			}
+		case ints[k] != nil:
+			err = json.Unmarshal(raw, ints[k])
+		default:
+			if r.Index != "" {
+				return fmt.Errorf("report: two index keys %q and %q", r.Index, k)
+			}
+			var rows [][]*float64
+			if err = json.Unmarshal(raw, &rows); err != nil {
+				break
+			}
+			r.Index, r.Rows = k, len(rows)
+			if r.Rows > 0 {
+				r.Cols = len(rows[0])
+			}
+			r.Values = make([]float64, 0, r.Rows*r.Cols)
+			for i, row := range rows {
+				if len(row) != r.Cols {
+					return fmt.Errorf("report %s: row %d has %d values, want %d", k, i, len(row), r.Cols)
+				}
+				for _, v := range row {
+					if v == nil {
+						r.Values = append(r.Values, math.NaN())
+					} else {
+						r.Values = append(r.Values, *v)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("report %s: %w", k, err)
+		}
+	}
+	if r.Index == "" {
+		return fmt.Errorf("report: no index key")
+	}
+	return nil
+}

@@ -33,9 +33,16 @@ import (
 
 // Errors matched (errors.Is) by an *APIError of the corresponding status.
 var (
-	ErrBadRequest   = errors.New("bad request")
+	ErrBadRequest = errors.New("bad request")
+	// ErrUnauthorized: a missing, invalid, expired or revoked token (a 403
+	// with code "unauthorized", as the spec answers); it also matches
+	// ErrForbidden.
 	ErrUnauthorized = errors.New("unauthorized")
-	ErrForbidden    = errors.New("forbidden")
+	// ErrForbidden: any 403 (no access to an index, an administrator's
+	// operation, or ErrUnauthorized).
+	ErrForbidden = errors.New("forbidden")
+	// ErrRateLimited: too many failed logins (429); retry after APIError.RetryAfter.
+	ErrRateLimited = errors.New("rate limited")
 	ErrNotFound     = errors.New("not found")
 	ErrTooLarge     = errors.New("request too large")
 	// ErrConflict: the name is taken (registering a field twice).
@@ -51,7 +58,7 @@ type APIError struct {
 	Code       string // machine code, e.g. "not_found", "invalid_geometry"
 	Message    string
 	Body       []byte // the raw answer
-	// RetryAfter is the server's Retry-After (503 answers), 0 when absent.
+	// RetryAfter is the server's Retry-After (503 and 429 answers), 0 when absent.
 	RetryAfter time.Duration
 }
 
@@ -65,7 +72,7 @@ func (e *APIError) Is(target error) bool {
 	case ErrBadRequest:
 		return e.StatusCode == http.StatusBadRequest
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized
+		return e.StatusCode == http.StatusUnauthorized || (e.StatusCode == http.StatusForbidden && e.Code == "unauthorized")
 	case ErrForbidden:
 		return e.StatusCode == http.StatusForbidden
 	case ErrNotFound:
@@ -76,6 +83,8 @@ func (e *APIError) Is(target error) bool {
 		return e.StatusCode == http.StatusConflict
 	case ErrUnavailable:
 		return e.StatusCode == http.StatusServiceUnavailable
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
 	}
 	return false
 }

@@ -269,6 +269,8 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 				return fmt.Errorf("report mean_variation: %w", err)
 			}
 			r.MeanVariation = v
+		case "previous_date":
+			// set at download time (SetReportVariation); not part of a product
 		case "date":
 			var s *string
 			if err := json.Unmarshal(raw, &s); err != nil {

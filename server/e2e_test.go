@@ -205,11 +205,19 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 					}
 					// mean_variation against the previous usable date.
 					i := slices.Index(usable, served)
+					var doc struct {
+						MeanVariation *float64 `json:"mean_variation"`
+						PreviousDate  *string  `json:"previous_date"`
+					}
+					require.NoError(t, json.Unmarshal(r.Body, &doc))
+					require.NotNil(t, doc.MeanVariation, "mean_variation is always a number")
 					if i == 0 {
-						assert.Nil(t, rep.MeanVariation, "%s %s", ix, served)
+						assert.Zero(t, *doc.MeanVariation, "%s %s", ix, served)
+						assert.Nil(t, doc.PreviousDate, "%s %s", ix, served)
 					} else {
-						require.NotNil(t, rep.MeanVariation)
-						assert.InDelta(t, imagery.MeanVariation(p.Stats.Mean, lib[ix][usable[i-1]].Stats.Mean), *rep.MeanVariation, 1e-9)
+						require.NotNil(t, doc.PreviousDate)
+						assert.Equal(t, usable[i-1], *doc.PreviousDate)
+						assert.InDelta(t, imagery.MeanVariation(p.Stats.Mean, lib[ix][usable[i-1]].Stats.Mean), *doc.MeanVariation, 1e-9)
 					}
 				}
 			}

@@ -42,7 +42,7 @@ func TestUncleanPathsAre404WithoutEcho(t *testing.T) {
 }
 
 // A malformed body keeps the query's token: the caller is authenticated,
-// then told the body is wrong (400), not asked for a token (401).
+// then told the body is wrong (400), not asked for a token (403).
 func TestMalformedBodyKeepsQueryToken(t *testing.T) {
 	env := servertest.New(t, server.Config{})
 	tok := env.AddUser(t, "alice", nil)
@@ -52,9 +52,9 @@ func TestMalformedBodyKeepsQueryToken(t *testing.T) {
 		assert.Equal(t, "bad_request", r.ErrorCode(t))
 	}
 	r := do(t, env.Handler, "POST", "/download/ndvi/json?field_name=x", "", "[1,2]")
-	assert.Equal(t, 401, r.Status, "no token anywhere")
+	assert.Equal(t, 403, r.Status, "no token anywhere")
 	r = do(t, env.Handler, "POST", "/download/ndvi/json?field_name=x&token=wrong", "", "[1,2]")
-	assert.Equal(t, 401, r.Status, "a wrong token is still refused first")
+	assert.Equal(t, 403, r.Status, "a wrong token is still refused first")
 }
 
 // The typed §2.2 keys are accepted as query or form strings.
@@ -215,6 +215,7 @@ func TestIngestPartialFailureIs200(t *testing.T) {
 	// UES-12's product directory cannot be created: a file is in the way.
 	f, err := env.Archive.Store().FieldSummary(context.Background(), userID(t, env, "u"), "UES-12")
 	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(env.Dir, "products"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(env.Dir, "products", strconv.FormatInt(f.ID, 10)), []byte("x"), 0o644))
 
 	r := do(t, env.Handler, "POST", "/scenes/ingest", env.AdminToken, map[string]string{"source": sceneDir})

@@ -58,7 +58,7 @@ func TestReingestReplacesAndGeometryUpdateDropsProducts(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(env.Dir, "products", "1"))
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "one bundle: the cloudy date has no files")
-	assert.Equal(t, "2019-06-20.zip", entries[0].Name())
+	assert.Regexp(t, `^2019-06-20-[0-9a-f]{12}\.zip$`, entries[0].Name(), "versioned bundle name")
 
 	// Group change keeps products; geometry change drops them.
 	r = do(t, h, "POST", "/fields/update", tok, map[string]any{"field_name": "a", "group": "g2"})

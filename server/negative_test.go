@@ -115,12 +115,12 @@ func TestNegative(t *testing.T) {
 	}
 	cases := []tc{
 		// Auth.
-		{"no token", "POST", "/fields/list", "", nil, 401, "unauthorized", "missing token"},
-		{"bad token", "POST", "/fields/list", "nope", nil, 401, "unauthorized", "invalid token"},
-		{"bad token query", "POST", "/fields/list?token=nope", "", nil, 401, "unauthorized", ""},
+		{"no token", "POST", "/fields/list", "", nil, 403, "unauthorized", "missing token"},
+		{"bad token", "POST", "/fields/list", "nope", nil, 403, "unauthorized", "invalid, expired or revoked token"},
+		{"bad token query", "POST", "/fields/list?token=nope", "", nil, 403, "unauthorized", ""},
 		{"ingest not admin", "POST", "/scenes/ingest", alice, map[string]string{"source": sceneRoot}, 403, "forbidden", "administrators"},
-		{"login wrong password", "POST", "/login", "", map[string]string{"username": "admin", "password": "x"}, 401, "unauthorized", ""},
-		{"login unknown user", "POST", "/login", "", map[string]string{"username": "nobody", "password": "x"}, 401, "unauthorized", ""},
+		{"login wrong password", "POST", "/login", "", map[string]string{"username": "admin", "password": "x"}, 403, "unauthorized", ""},
+		{"login unknown user", "POST", "/login", "", map[string]string{"username": "nobody", "password": "x"}, 403, "unauthorized", ""},
 		{"login missing password", "POST", "/login", "", map[string]string{"username": "admin"}, 400, "bad_request", "password"},
 		// Routing and bodies.
 		{"unknown route", "POST", "/nope", alice, nil, 404, "not_found", "/nope"},
@@ -172,7 +172,7 @@ func TestNegative(t *testing.T) {
 		{"download missing field name", "POST", "/download/ndvi/image?field_name=zz", alice, nil, 404, "not_found", "zz"},
 		{"download no imagery", "POST", "/download/ndvi/image?field_name=empty", alice, nil, 404, "no_imagery", "empty"},
 		{"download index not registered", "POST", "/download/evi/json?field_name=a1", alice, nil, 404, "not_found", "evi"},
-		{"download no token", "POST", "/download/ndvi/json?field_name=a1", "", nil, 401, "unauthorized", ""},
+		{"download no token", "POST", "/download/ndvi/json?field_name=a1", "", nil, 403, "unauthorized", ""},
 		// files/list.
 		{"files missing field", "GET", "/files/list", alice, nil, 400, "bad_request", "field_name"},
 		{"files bad start", "GET", "/files/list?field_name=a1&start_date=x", alice, nil, 400, "bad_request", "start_date"},
@@ -195,7 +195,7 @@ func TestNegative(t *testing.T) {
 		{"ingest missing source", "POST", "/scenes/ingest", env.AdminToken, map[string]string{}, 400, "bad_request", "source"},
 		{"ingest missing folder", "POST", "/scenes/ingest", env.AdminToken, map[string]string{"source": "/nonexistent/scene"}, 400, "bad_request", ""},
 		{"ingest malformed", "POST", "/scenes/ingest", env.AdminToken, `{"source":`, 400, "bad_request", ""},
-		{"ingest no token", "POST", "/scenes/ingest", "", map[string]string{"source": sceneRoot}, 401, "unauthorized", ""},
+		{"ingest no token", "POST", "/scenes/ingest", "", map[string]string{"source": sceneRoot}, 403, "unauthorized", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -239,7 +239,7 @@ func TestTokenForms(t *testing.T) {
 	req.Header.Set("Authorization", "Basic Zm9vOmJhcg==")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	assert.Equal(t, 401, rec.Code)
+	assert.Equal(t, 403, rec.Code)
 
 	// Tokens are stored hashed, never in clear.
 	var n int

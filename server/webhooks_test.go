@@ -496,8 +496,8 @@ func TestWebhookEndpointErrors(t *testing.T) {
 	}{
 		{"missing url", "POST", "/notifications/register_webhook", alice, nil, 400, "url"},
 		{"empty url", "POST", "/notifications/register_webhook?url=", alice, nil, 400, "url"},
-		{"missing token", "POST", "/notifications/register_webhook?url=" + url.QueryEscape(aliceURL), "", nil, 401, "token"},
-		{"bad token", "POST", "/notifications/register_webhook?token=nope&url=" + url.QueryEscape(aliceURL), "", nil, 401, "token"},
+		{"missing token", "POST", "/notifications/register_webhook?url=" + url.QueryEscape(aliceURL), "", nil, 403, "token"},
+		{"bad token", "POST", "/notifications/register_webhook?token=nope&url=" + url.QueryEscape(aliceURL), "", nil, 403, "token"},
 		{"bad scheme", "POST", "/notifications/register_webhook?url=" + url.QueryEscape("ftp://farm.example.com/x"), alice, nil, 400, "scheme"},
 		{"credentials", "POST", "/notifications/register_webhook?url=" + url.QueryEscape("https://u:pw@farm.example.com/x"), alice, nil, 400, "credentials"},
 		{"relative", "POST", "/notifications/register_webhook", alice, map[string]string{"url": "/hooks"}, 400, "absolute"},
@@ -505,7 +505,7 @@ func TestWebhookEndpointErrors(t *testing.T) {
 		{"delete without key", "POST", "/notifications/delete", alice, nil, 400, "id or url"},
 		{"delete bad id", "POST", "/notifications/delete?id=abc", alice, nil, 400, "id"},
 		{"deliveries bad limit", "GET", "/notifications/deliveries?limit=0", alice, nil, 400, "limit"},
-		{"list without token", "GET", "/notifications/list", "", nil, 401, "token"},
+		{"list without token", "GET", "/notifications/list", "", nil, 403, "token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, h, tc.method, tc.target, tc.token, tc.body)

@@ -111,7 +111,7 @@ func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, e
 			return p, badRequest("%s: %s", "date", "only n_fertilizer takes a date; seeding uses the mean over the season's usable images")
 		}
 		if p.Date, err = time.Parse(time.DateOnly, d); err != nil {
-			return p, badRequest("%s: %s", "date", err.Error())
+			return p, badRequest("date: %q is not a date YYYY-MM-DD", d)
 		}
 	}
 	if p.DstEPSG, err = parseDstCRS(get); err != nil {

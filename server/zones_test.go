@@ -447,8 +447,8 @@ func TestPrescriptionZonesReal(t *testing.T) {
 		{"n_fertilizer closest date", []string{"type", "n_fertilizer", "date", "2019-06-24"}, "2019-06-20", 120, true},
 		{"n_fertilizer base rate", []string{"type", "n_fertilizer", "base_rate", "90", "min_rate", "50", "max_rate", "130"}, "2019-07-05", 90, true},
 		{"n_fertilizer proportional", []string{"type", "n_fertilizer", "strategy", "proportional"}, "2019-07-05", 120, false},
-		{"seeding", []string{"type", "seeding"}, "", 80000, false},
-		{"seeding base rate", []string{"type", "seeding", "base_rate", "70000"}, "", 70000, false},
+		{"seeding", []string{"type", "seeding"}, "2019-04-21/2019-07-05", 80000, false},
+		{"seeding base rate", []string{"type", "seeding", "base_rate", "70000"}, "2019-04-21/2019-07-05", 70000, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -729,7 +729,7 @@ func TestConvertGeoJSONToShapefile(t *testing.T) {
 		assert.Equal(t, 400, r.Status, "%q: %s", bad, r.Body)
 	}
 	r = do(t, env.Handler, "POST", "/convert/geojson-to-shapefile", "", fc)
-	assert.Equal(t, 401, r.Status)
+	assert.Equal(t, 403, r.Status)
 }
 
 func TestZonesNegative(t *testing.T) {
@@ -800,7 +800,7 @@ func TestZonesNegative(t *testing.T) {
 	const V = "/v1/variable-rate-zones"
 	const U = "/files/upload"
 	forms := []formCase{
-		{"no token", V, "", vrz(), nil, 401, "unauthorized", "token"},
+		{"no token", V, "", vrz(), nil, 403, "unauthorized", "token"},
 		{"missing field_name", V, tok, vrz("field_name", "-"), nil, 400, "bad_request", "field_name"},
 		{"missing n_zones", V, tok, vrz("n_zones", "-"), nil, 400, "bad_request", "n_zones"},
 		{"missing layers", V, tok, vrz("layers", "-"), nil, 400, "bad_request", "layers"},
@@ -866,7 +866,7 @@ func TestZonesNegative(t *testing.T) {
 		contains string
 	}
 	gets := []getCase{
-		{"rx no token", "POST", rx(), "", nil, 401, "unauthorized", ""},
+		{"rx no token", "POST", rx(), "", nil, 403, "unauthorized", ""},
 		{"rx missing field_name", "POST", rx("field_name", "-"), tok, nil, 400, "bad_request", "field_name"},
 		{"rx missing type", "POST", rx("type", "-"), tok, nil, 400, "bad_request", "type"},
 		{"rx bad type", "POST", rx("type", "herbicide"), tok, nil, 400, "bad_request", "herbicide"},

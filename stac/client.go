@@ -24,6 +24,10 @@ const (
 	DefaultMaxBackoff  = 30 * time.Second
 )
 
+// MaxIdleConnsPerHost is the idle connections NewClient keeps per catalogue
+// or asset host.
+const MaxIdleConnsPerHost = 64
+
 // maxDocument bounds a landing page, search page or item read into memory.
 const maxDocument = 32 << 20
 
@@ -61,7 +65,14 @@ func NewClient(allowPrivate bool, timeout time.Duration) *Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{HTTPClient: webhook.NewClient(allowPrivate, timeout), Timeout: timeout, AllowPrivate: allowPrivate}
+	hc := webhook.NewClient(allowPrivate, timeout)
+	if t, ok := hc.Transport.(*http.Transport); ok {
+		// Band reads fetch many tiles of one host at once: idle connections
+		// beyond the webhook default of 4 per host would be closed and
+		// reopened for every tile.
+		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	}
+	return &Client{HTTPClient: hc, Timeout: timeout, AllowPrivate: allowPrivate}
 }
 
 func (c *Client) httpClient() *http.Client {

@@ -89,3 +89,16 @@ func TestToGET(t *testing.T) {
 	assert.Equal(t, "cql2-json", q.Get("filter-lang"))
 	assert.JSONEq(t, `{"op":"<=","args":[{"property":"eo:cloud_cover"},20]}`, q.Get("filter"))
 }
+
+// Band reads fetch many tiles of one host concurrently: NewClient keeps
+// enough idle connections that each tile does not open a new one.
+func TestNewClientTransport(t *testing.T) {
+	c := NewClient(false, 7*time.Second)
+	tr, ok := c.HTTPClient.Transport.(*http.Transport)
+	require.True(t, ok)
+	assert.Equal(t, MaxIdleConnsPerHost, tr.MaxIdleConnsPerHost)
+	assert.Nil(t, tr.Proxy, "a proxy would bypass the SSRF guard")
+	assert.Equal(t, 7*time.Second, c.HTTPClient.Timeout)
+	assert.Equal(t, 7*time.Second, c.Timeout)
+	assert.False(t, c.AllowPrivate)
+}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,10 +76,7 @@ func makeTileScene(tb testing.TB) *tileScene {
 
 // scatteredFields are n square fields of 20–60 px (4–36 ha) at seeded random
 // places over the tile, in EPSG:4326, with the window each covers on g10.
-// They are ordered by the 512² tile holding their corner, the order a
-// caller should process fields of one scene in so that the scene's tile
-// cache serves the fields sharing tiles (in random order, tiles evicted
-// between two fields are read again).
+// They come in random order: ndviAll reads them in stac.FieldOrder.
 func scatteredFields(tb testing.TB, g geo.Grid, n int) ([]orb.MultiPolygon, []geo.Window) {
 	tb.Helper()
 	tr, err := crs.New(g.EPSG, 4326)
@@ -99,17 +95,7 @@ func scatteredFields(tb testing.TB, g geo.Grid, n int) ([]orb.MultiPolygon, []ge
 		}
 		fields[i], wins[i] = orb.MultiPolygon{{ring}}, w
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	tileOf := func(w geo.Window) int { return (w.Row/512)*1000 + w.Col/512 }
-	slices.SortStableFunc(order, func(a, b int) int { return tileOf(wins[a]) - tileOf(wins[b]) })
-	sf, sw := make([]orb.MultiPolygon, n), make([]geo.Window, n)
-	for i, j := range order {
-		sf[i], sw[i] = fields[j], wins[j]
-	}
-	return sf, sw
+	return fields, wins
 }
 
 // tilesUnder is the bytes of the distinct tiles under the windows (10 m
@@ -163,8 +149,10 @@ func (f countingFile) Size() int64 {
 	return fi.Size()
 }
 
-// ndviAll computes every field's NDVI with 4 workers and returns the means.
+// ndviAll computes every field's NDVI with 4 workers, in stac.FieldOrder,
+// and returns the means.
 func ndviAll(tb testing.TB, s *imagery.Scene, fields []orb.MultiPolygon) []float64 {
+	order := stac.FieldOrder(s, fields)
 	means := make([]float64, len(fields))
 	var wg sync.WaitGroup
 	next := atomic.Int64{}
@@ -174,10 +162,11 @@ func ndviAll(tb testing.TB, s *imagery.Scene, fields []orb.MultiPolygon) []float
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(fields) {
+				k := int(next.Add(1) - 1)
+				if k >= len(fields) {
 					return
 				}
+				i := order[k]
 				p, err := s.FieldProducts(context.Background(), fields[i], []string{"ndvi"}, nil)
 				if err != nil {
 					select {

@@ -19,6 +19,10 @@
 //		if ingested[item.ID] { continue } // no band request for known items
 //		scene, err := c.OpenScene(ctx, item, imagery.SceneOptions{})
 //		...
+//		for _, i := range stac.FieldOrder(scene, fields) { // tile-friendly order
+//			products, err := scene.FieldProducts(ctx, fields[i], indices, nil)
+//			...
+//		}
 //	}
 //
 // Catalogues publish items hours or days after acquisition, so a poll that

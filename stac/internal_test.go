@@ -102,3 +102,13 @@ func TestNewClientTransport(t *testing.T) {
 	assert.Equal(t, 7*time.Second, c.Timeout)
 	assert.False(t, c.AllowPrivate)
 }
+
+func TestMorton(t *testing.T) {
+	tests := []struct {
+		x, y uint32
+		want uint64
+	}{{0, 0, 0}, {1, 0, 1}, {0, 1, 2}, {1, 1, 3}, {2, 0, 4}, {3, 3, 15}, {0xffffffff, 0, 0x5555555555555555}}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, morton(tt.x, tt.y), "%d,%d", tt.x, tt.y)
+	}
+}

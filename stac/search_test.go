@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -297,4 +298,28 @@ func TestSearchSSRFGuard(t *testing.T) {
 	_, err := c.OpenScene(context.Background(), item, imageryOptions())
 	require.ErrorIs(t, err, webhook.ErrForbiddenAddress)
 	assert.Zero(t, cat.Stats().AssetRequests)
+}
+
+// Timeout bounds each attempt: a catalogue that does not answer fails fast.
+func TestSearchTimeout(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	c := testClient()
+	c.Timeout = 100 * time.Millisecond
+	c.MaxRetries = 1
+	start := time.Now()
+	var err error
+	for _, e := range c.Search(context.Background(), slow.URL, stac.SearchParams{}) {
+		err = e
+	}
+	require.ErrorIs(t, err, stac.ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 2*time.Second, "two attempts of 100 ms")
 }

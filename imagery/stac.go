@@ -23,9 +23,14 @@ type stacItem struct {
 }
 
 type stacAsset struct {
-	Href        string          `json:"href"`
-	ProjEPSG    json.RawMessage `json:"proj:epsg"`
-	ProjCode    json.RawMessage `json:"proj:code"`
+	Href     string          `json:"href"`
+	ProjEPSG json.RawMessage `json:"proj:epsg"`
+	ProjCode json.RawMessage `json:"proj:code"`
+	// Alternate holds other locations of the file (alternate-assets
+	// extension): CDSE gives an s3:// href and an https alternate.
+	Alternate map[string]struct {
+		Href string `json:"href"`
+	} `json:"alternate"`
 	RasterBands []struct {
 		Scale  *float64 `json:"scale"`
 		Offset *float64 `json:"offset"`
@@ -79,6 +84,23 @@ func stacBandName(key string) string {
 		return m[1]
 	}
 	return ""
+}
+
+// assetHref is the asset's href, or its https (else http) alternate when
+// the href is not one cropkit reads (s3:// in CDSE items).
+func assetHref(a stacAsset) string {
+	if u, err := url.Parse(a.Href); err == nil {
+		switch u.Scheme {
+		case "", "http", "https", "file":
+			return a.Href
+		}
+	}
+	for _, key := range []string{"https", "http"} {
+		if alt, ok := a.Alternate[key]; ok && alt.Href != "" {
+			return alt.Href
+		}
+	}
+	return a.Href
 }
 
 // projEPSG reads the EPSG code of STAC projection fields: proj:code
@@ -178,7 +200,7 @@ func (s *Scene) parseSTAC(data []byte, src string, isURL bool) (time.Time, error
 			continue
 		}
 		chosenRes[name] = res
-		href, err := resolveHref(src, isURL, a.Href)
+		href, err := resolveHref(src, isURL, assetHref(a))
 		if err != nil {
 			return time.Time{}, fmt.Errorf("asset %s: %w", key, err)
 		}

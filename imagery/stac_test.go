@@ -145,3 +145,39 @@ func TestSTACProjCodeFallback(t *testing.T) {
 	_, err = OpenSTACItem(context.Background(), []byte(`{"properties":{"datetime":"2022-03-15T10:56:31Z"},"assets":{"red":{"href":"B04.tif"}}}`), filepath.Join(dir, "item.json"), SceneOptions{})
 	assert.ErrorContains(t, err, "no EPSG code")
 }
+
+func TestAssetHref(t *testing.T) {
+	alt := func(href string, alts map[string]string) stacAsset {
+		a := stacAsset{Href: href}
+		for k, v := range alts {
+			if a.Alternate == nil {
+				a.Alternate = map[string]struct {
+					Href string `json:"href"`
+				}{}
+			}
+			a.Alternate[k] = struct {
+				Href string `json:"href"`
+			}{v}
+		}
+		return a
+	}
+	tests := []struct {
+		name string
+		a    stacAsset
+		want string
+	}{
+		{"https href", alt("https://e.com/B04.tif", map[string]string{"s3": "s3://b/B04.tif"}), "https://e.com/B04.tif"},
+		{"relative href", alt("B04.tif", nil), "B04.tif"},
+		{"CDSE s3 href with https alternate", alt("s3://eodata/Sentinel-2/B04_10m.tif", map[string]string{"https": "https://download.example/B04_10m.tif"}), "https://download.example/B04_10m.tif"},
+		{"s3 href with http alternate only", alt("s3://eodata/B04.tif", map[string]string{"http": "http://mirror.example/B04.tif"}), "http://mirror.example/B04.tif"},
+		{"s3 href without alternate", alt("s3://eodata/B04.tif", nil), "s3://eodata/B04.tif"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, assetHref(tt.a))
+		})
+	}
+	// The whole item: an s3-only asset is refused with the scheme named.
+	_, err := OpenSTACItem(context.Background(), []byte(`{"properties":{"datetime":"2024-06-01T10:00:00Z"},"assets":{"B04_10m":{"href":"s3://eodata/B04.tif"}}}`), "https://stac.example/items/x", SceneOptions{})
+	assert.ErrorContains(t, err, `unsupported href scheme "s3"`)
+}

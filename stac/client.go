@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cropkit/cropkit/webhook"
@@ -33,7 +34,8 @@ const maxDocument = 32 << 20
 
 // Client talks to STAC APIs. The zero value works but has no SSRF guard of
 // its own beyond URL checks: use NewClient. A Client is safe for concurrent
-// use; its fields must not change while it is in use.
+// use; its fields must not change while it is in use, and it must not be
+// copied after first use.
 type Client struct {
 	// HTTPClient makes every request; nil means webhook.NewClient(AllowPrivate, Timeout).
 	// Its transport carries the connect-time SSRF guard, so assets read through
@@ -55,6 +57,11 @@ type Client struct {
 	AllowPrivate bool
 	// UserAgent is sent when not empty.
 	UserAgent string
+
+	// defaultHC is the client made once when HTTPClient is nil, so that
+	// requests share its connections instead of each opening a transport.
+	defaultOnce sync.Once
+	defaultHC   *http.Client
 }
 
 // NewClient returns a Client whose requests go through the SSRF-guarded
@@ -79,7 +86,8 @@ func (c *Client) httpClient() *http.Client {
 	if c.HTTPClient != nil {
 		return c.HTTPClient
 	}
-	return webhook.NewClient(c.AllowPrivate, c.timeout())
+	c.defaultOnce.Do(func() { c.defaultHC = webhook.NewClient(c.AllowPrivate, c.timeout()) })
+	return c.defaultHC
 }
 
 func (c *Client) timeout() time.Duration {

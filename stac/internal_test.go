@@ -112,3 +112,13 @@ func TestMorton(t *testing.T) {
 		assert.Equal(t, tt.want, morton(tt.x, tt.y), "%d,%d", tt.x, tt.y)
 	}
 }
+
+// A zero-value Client makes its guarded HTTP client once and reuses it.
+func TestZeroClientReusesHTTPClient(t *testing.T) {
+	c := &Client{AllowPrivate: true, Timeout: 3 * time.Second}
+	first := c.httpClient()
+	assert.Same(t, first, c.httpClient())
+	assert.Equal(t, 3*time.Second, first.Timeout)
+	withOwn := &Client{HTTPClient: http.DefaultClient}
+	assert.Same(t, http.DefaultClient, withOwn.httpClient())
+}

@@ -8,7 +8,17 @@
 // requested, or requested only by Range.
 //
 // It depends only on library packages and internal/testenv, so tests of any
-// package (server, cmd) can use it.
+// package (server, cmd) can use it:
+//
+//	cat := stactest.New(t, stactest.Options{PageSize: 1, Ascending: true})
+//	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-06-20", "2019-07-05")...)
+//	// … register fields, run one poll against cat.URL() with allowPrivate …
+//	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-07-30")...) // published mid-run
+//	cat.FailAsset("S2A_31UES_20190730_0_L2A")                         // its bands 404
+//	assert.Zero(t, cat.ItemStats("S2A_31UES_20190620_0_L2A").Requests) // no band request
+//	assert.Zero(t, cat.Stats().WholeFileGETs)                          // Range only
+//
+// Chip items are named S2A_<tile>_<YYYYMMDD>_0_L2A after the place's tile code.
 package stactest
 
 import (

@@ -36,8 +36,9 @@ type SearchParams struct {
 	// MaxPages bounds the pages followed; 0 means DefaultMaxPages.
 	MaxPages int
 	// MaxCloud keeps items with eo:cloud_cover ≤ *MaxCloud (percent), through
-	// CQL2 filter when the catalogue declares it, else the query extension;
-	// items above it or without a cloud cover are dropped client-side too.
+	// CQL2 filter when the catalogue declares it, else the query extension
+	// when declared; items above it or without a cloud cover are dropped
+	// client-side in every case.
 	MaxCloud *float64
 	// UpdatedSince keeps items whose "updated" time is at or after it. The
 	// catalogue filters on it only with CQL2; otherwise it is applied to the
@@ -71,7 +72,7 @@ func (c *Client) search(ctx context.Context, root string, p SearchParams, yield 
 	if err != nil {
 		return fmt.Errorf("stac: search %s: landing page: %w", root, err)
 	}
-	body, err := p.body(landing.SupportsFilter())
+	body, err := p.body(landing.SupportsFilter(), landing.SupportsQuery())
 	if err != nil {
 		return fmt.Errorf("stac: search %s: %w", root, err)
 	}
@@ -164,8 +165,10 @@ func (p SearchParams) keep(it Item) bool {
 	return true
 }
 
-// body is the POST search body; cql2 chooses a CQL2 filter over the query extension.
-func (p SearchParams) body(cql2 bool) ([]byte, error) {
+// body is the POST search body. The cloud filter goes as CQL2 when the API
+// declares it, else through the query extension when declared, else only
+// client-side (an API may reject members it does not know).
+func (p SearchParams) body(cql2, query bool) ([]byte, error) {
 	b := map[string]any{}
 	if len(p.Collections) > 0 {
 		b["collections"] = p.Collections
@@ -189,7 +192,7 @@ func (p SearchParams) body(cql2 bool) ([]byte, error) {
 	if p.MaxCloud != nil {
 		if cql2 {
 			conds = append(conds, map[string]any{"op": "<=", "args": []any{map[string]any{"property": "eo:cloud_cover"}, *p.MaxCloud}})
-		} else {
+		} else if query {
 			b["query"] = map[string]any{"eo:cloud_cover": map[string]any{"lte": *p.MaxCloud}}
 		}
 	}

@@ -67,6 +67,7 @@ func TestSearchPaging(t *testing.T) {
 		{"limit 2", stactest.Options{}, stac.SearchParams{Limit: 2}, all, 3, 0},
 		{"max cloud 20 by CQL2", stactest.Options{PageSize: 1}, stac.SearchParams{MaxCloud: ptr(20)}, clear, 3, 0},
 		{"max cloud 20 by query", stactest.Options{PageSize: 1, Conformance: []string{stactest.ConformanceCore, stactest.ConformanceSearch, stactest.ConformanceQuery}}, stac.SearchParams{MaxCloud: ptr(20)}, clear, 3, 0},
+		{"max cloud 20, no filter extension: client-side", stactest.Options{PageSize: 2, Conformance: []string{stactest.ConformanceCore, stactest.ConformanceSearch}}, stac.SearchParams{MaxCloud: ptr(20)}, clear, 3, 0},
 		{"max cloud 40, GET", stactest.Options{GETOnly: true}, stac.SearchParams{MaxCloud: ptr(40)}, asc(asc([]string{all[0], all[1], all[3], all[4]})), 1, 1},
 		{"datetime range", stactest.Options{PageSize: 1}, stac.SearchParams{Start: time.Date(2019, 4, 26, 0, 0, 0, 0, time.UTC), End: time.Date(2019, 5, 16, 23, 0, 0, 0, time.UTC)}, all[1:4], 3, 0},
 		{"open start", stactest.Options{}, stac.SearchParams{End: time.Date(2019, 4, 30, 0, 0, 0, 0, time.UTC)}, all[3:], 1, 0},
@@ -102,6 +103,7 @@ func TestSearchFilterLanguage(t *testing.T) {
 	}{
 		{"CQL2", nil, `{"filter":{"args":[{"args":[{"property":"eo:cloud_cover"},20],"op":"\u003c="},{"args":[{"property":"updated"},{"timestamp":"2026-01-02T03:04:05.6Z"}],"op":"\u003e="}],"op":"and"},"filter-lang":"cql2-json","limit":5}`},
 		{"query", []string{stactest.ConformanceCore, stactest.ConformanceSearch, stactest.ConformanceQuery}, `{"limit":5,"query":{"eo:cloud_cover":{"lte":20}}}`},
+		{"neither: client-side only", []string{stactest.ConformanceCore, stactest.ConformanceSearch}, `{"limit":5}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ import (
 )
 
 // Conformance classes the catalogue declares by default.
-var (
+const (
 	ConformanceCore   = "https://api.stacspec.org/v1.0.0/core"
 	ConformanceSearch = "https://api.stacspec.org/v1.0.0/item-search"
 	ConformanceQuery  = "https://api.stacspec.org/v1.0.0/item-search#query"

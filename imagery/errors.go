@@ -16,4 +16,7 @@ var (
 	// ErrNoDate: no acquisition date in the scene's metadata, its folder
 	// name or SceneOptions.Date.
 	ErrNoDate = errors.New("scene has no acquisition date")
+	// ErrLocalAsset: a STAC item served over http(s) names a local file
+	// (file:// or a path) as an asset; it is refused.
+	ErrLocalAsset = errors.New("local asset in a remote STAC item")
 )

@@ -73,6 +73,8 @@ type band struct {
 	// baseline rule inputs from a STAC item (empty for folders: the file's metadata decides).
 	baseline   string
 	harmonized bool
+	// epsg is the item's proj:code/proj:epsg, used only when the file has no EPSG code.
+	epsg int
 
 	once   sync.Once
 	err    error
@@ -88,6 +90,31 @@ type band struct {
 // one. Bands are opened when first read, except the reference band that sets
 // the scene's grid (the finest of B04, B08, B02, B03) and the mask.
 func OpenScene(ctx context.Context, src string, opts SceneOptions) (*Scene, error) {
+	isURL := strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
+	return newScene(ctx, src, isURL, opts, func(s *Scene) (time.Time, error) {
+		if isURL || strings.HasSuffix(strings.ToLower(src), ".json") {
+			return s.loadSTAC(ctx, src, isURL)
+		}
+		return time.Time{}, s.loadFolder(src)
+	})
+}
+
+// OpenSTACItem opens a scene from a STAC item already fetched (raw is its
+// JSON), e.g. one returned by a catalogue search, so the item is not fetched
+// again. base is the item's URL (its self link) or file path: relative asset
+// hrefs resolve against it, and when it is an http(s) URL only http(s) asset
+// hrefs are accepted (a remote item must not name local files). Bands are read
+// as OpenScene reads them: HTTP Range requests through opts.HTTPClient.
+func OpenSTACItem(ctx context.Context, raw []byte, base string, opts SceneOptions) (*Scene, error) {
+	isURL := strings.HasPrefix(base, "http://") || strings.HasPrefix(base, "https://")
+	return newScene(ctx, base, isURL, opts, func(s *Scene) (time.Time, error) {
+		return s.parseSTAC(raw, base, isURL)
+	})
+}
+
+// newScene is OpenScene and OpenSTACItem after the source is known: load
+// registers the bands and returns the item's date, if any.
+func newScene(ctx context.Context, src string, isURL bool, opts SceneOptions, load func(*Scene) (time.Time, error)) (*Scene, error) {
 	s := &Scene{bands: make(map[string]*band), client: opts.HTTPClient, openFn: opts.Open}
 	if s.client == nil {
 		s.client = http.DefaultClient
@@ -102,15 +129,7 @@ func OpenScene(ctx context.Context, src string, opts SceneOptions) (*Scene, erro
 		}
 		s.maskedAs[c] = true
 	}
-	var itemDate time.Time
-	isURL := strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
-	var err error
-	switch {
-	case isURL || strings.HasSuffix(strings.ToLower(src), ".json"):
-		itemDate, err = s.loadSTAC(ctx, src, isURL)
-	default:
-		err = s.loadFolder(src)
-	}
+	itemDate, err := load(s)
 	if err != nil {
 		return nil, fmt.Errorf("open scene %s: %w", src, err)
 	}
@@ -278,6 +297,9 @@ func (s *Scene) open(ctx context.Context, b *band) error {
 		}
 		b.file = f
 		b.grid = f.Grid()
+		if b.grid.EPSG == 0 {
+			b.grid.EPSG = b.epsg
+		}
 		b.nodata, b.hasND = f.NoData()
 		if b.grid.DX <= 0 || b.grid.DY <= 0 || b.grid.Cols <= 0 || b.grid.Rows <= 0 {
 			b.err = fmt.Errorf("bad grid %+v", b.grid)

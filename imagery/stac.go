@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,7 +23,14 @@ type stacItem struct {
 }
 
 type stacAsset struct {
-	Href        string `json:"href"`
+	Href     string          `json:"href"`
+	ProjEPSG json.RawMessage `json:"proj:epsg"`
+	ProjCode json.RawMessage `json:"proj:code"`
+	// Alternate holds other locations of the file (alternate-assets
+	// extension): CDSE gives an s3:// href and an https alternate.
+	Alternate map[string]struct {
+		Href string `json:"href"`
+	} `json:"alternate"`
 	RasterBands []struct {
 		Scale  *float64 `json:"scale"`
 		Offset *float64 `json:"offset"`
@@ -78,6 +86,42 @@ func stacBandName(key string) string {
 	return ""
 }
 
+// assetHref is the asset's href, or its https (else http) alternate when
+// the href is not one cropkit reads (s3:// in CDSE items).
+func assetHref(a stacAsset) string {
+	if u, err := url.Parse(a.Href); err == nil {
+		switch u.Scheme {
+		case "", "http", "https", "file":
+			return a.Href
+		}
+	}
+	for _, key := range []string{"https", "http"} {
+		if alt, ok := a.Alternate[key]; ok && alt.Href != "" {
+			return alt.Href
+		}
+	}
+	return a.Href
+}
+
+// projEPSG reads the EPSG code of STAC projection fields: proj:code
+// ("EPSG:32631", projection extension v2) first, then proj:epsg (32631, v1).
+// 0 when neither names an EPSG code.
+func projEPSG(code, epsg json.RawMessage) int {
+	var c string
+	if len(code) > 0 && json.Unmarshal(code, &c) == nil {
+		if v, ok := strings.CutPrefix(strings.ToUpper(strings.TrimSpace(c)), "EPSG:"); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	var n float64
+	if len(epsg) > 0 && json.Unmarshal(epsg, &n) == nil && n > 0 && n == float64(int(n)) {
+		return int(n)
+	}
+	return 0
+}
+
 // assetResolution is the metres in a CDSE key suffix (B04_10m → 10), 0 if none.
 func assetResolution(key string) int {
 	var res int
@@ -99,6 +143,12 @@ func (s *Scene) loadSTAC(ctx context.Context, src string, isURL bool) (time.Time
 	if err != nil {
 		return time.Time{}, err
 	}
+	return s.parseSTAC(data, src, isURL)
+}
+
+// parseSTAC registers the band assets of the STAC item data located at src
+// and returns its acquisition time (zero if it has none).
+func (s *Scene) parseSTAC(data []byte, src string, isURL bool) (time.Time, error) {
 	var item stacItem
 	if err := json.Unmarshal(data, &item); err != nil {
 		return time.Time{}, fmt.Errorf("parse STAC item: %w", err)
@@ -121,6 +171,7 @@ func (s *Scene) loadSTAC(ctx context.Context, src string, isURL bool) (time.Time
 			}
 		}
 	}
+	itemEPSG := projEPSG(item.Properties["proj:code"], item.Properties["proj:epsg"])
 	var baseline string
 	if raw, ok := item.Properties["s2:processing_baseline"]; ok {
 		if json.Unmarshal(raw, &baseline) != nil {
@@ -149,11 +200,18 @@ func (s *Scene) loadSTAC(ctx context.Context, src string, isURL bool) (time.Time
 			continue
 		}
 		chosenRes[name] = res
-		href, err := resolveHref(src, isURL, a.Href)
+		href, err := resolveHref(src, isURL, assetHref(a))
 		if err != nil {
 			return time.Time{}, fmt.Errorf("asset %s: %w", key, err)
 		}
-		b := &band{name: name, src: href, baseline: baseline, harmonized: harmonized}
+		if isURL && !strings.HasPrefix(href, "http://") && !strings.HasPrefix(href, "https://") {
+			// A remote item naming a local file would read this machine's disk.
+			return time.Time{}, fmt.Errorf("asset %s: %w: %q in an item served over http", key, ErrLocalAsset, a.Href)
+		}
+		b := &band{name: name, src: href, baseline: baseline, harmonized: harmonized, epsg: itemEPSG}
+		if e := projEPSG(a.ProjCode, a.ProjEPSG); e != 0 {
+			b.epsg = e // CDSE puts the projection on each asset
+		}
 		if name != "SCL" && name != "CLM" {
 			b.scale, b.add, b.explicitScale = stacScaling(a, baseline, harmonized)
 		}

@@ -1,0 +1,259 @@
+package stac
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cropkit/cropkit/webhook"
+)
+
+// Defaults of the Client fields left zero.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxRetries  = 4
+	DefaultBaseBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff  = 30 * time.Second
+)
+
+// MaxIdleConnsPerHost is the idle connections NewClient keeps per catalogue
+// or asset host.
+const MaxIdleConnsPerHost = 64
+
+// maxDocument bounds a landing page, search page or item read into memory.
+const maxDocument = 32 << 20
+
+// Client talks to STAC APIs. The zero value works but has no SSRF guard of
+// its own beyond URL checks: use NewClient. A Client is safe for concurrent
+// use; its fields must not change while it is in use, and it must not be
+// copied after first use.
+type Client struct {
+	// HTTPClient makes every request; nil means webhook.NewClient(AllowPrivate, Timeout).
+	// Its transport carries the connect-time SSRF guard, so assets read through
+	// Client.OpenScene are guarded as well.
+	HTTPClient *http.Client
+	// Timeout bounds one attempt of one request (connect, answer, body); 0 means DefaultTimeout.
+	Timeout time.Duration
+	// MaxRetries is how many times a request is retried after a transport
+	// error, 408, 429 or 5xx; 0 means DefaultMaxRetries, negative means none.
+	MaxRetries int
+	// BaseBackoff is the first retry's delay, doubled each retry with full
+	// jitter, capped at MaxBackoff; 0 means DefaultBaseBackoff / DefaultMaxBackoff.
+	// A Retry-After answer header sets the delay instead (capped at MaxBackoff).
+	BaseBackoff, MaxBackoff time.Duration
+	// AllowPrivate lets catalogue, next-link and asset URLs name loopback and
+	// private addresses (tests, an on-premises catalogue). Without it, literal
+	// addresses are refused before any request, and the default HTTPClient
+	// refuses resolved ones at connect time.
+	AllowPrivate bool
+	// UserAgent is sent when not empty.
+	UserAgent string
+
+	// defaultHC is the client made once when HTTPClient is nil, so that
+	// requests share its connections instead of each opening a transport.
+	defaultOnce sync.Once
+	defaultHC   *http.Client
+}
+
+// NewClient returns a Client whose requests go through the SSRF-guarded
+// client that webhook deliveries and ingestion use (no proxy, redirects not
+// followed, loopback/private/metadata addresses refused unless allowPrivate),
+// timeout bounding each attempt.
+func NewClient(allowPrivate bool, timeout time.Duration) *Client {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	hc := webhook.NewClient(allowPrivate, timeout)
+	if t, ok := hc.Transport.(*http.Transport); ok {
+		// Band reads fetch many tiles of one host at once: idle connections
+		// beyond the webhook default of 4 per host would be closed and
+		// reopened for every tile.
+		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	}
+	return &Client{HTTPClient: hc, Timeout: timeout, AllowPrivate: allowPrivate}
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	c.defaultOnce.Do(func() { c.defaultHC = webhook.NewClient(c.AllowPrivate, c.timeout()) })
+	return c.defaultHC
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c *Client) maxRetries() int {
+	switch {
+	case c.MaxRetries < 0:
+		return 0
+	case c.MaxRetries == 0:
+		return DefaultMaxRetries
+	}
+	return c.MaxRetries
+}
+
+// checkURL refuses URLs the SSRF guard would refuse, before any traffic.
+func (c *Client) checkURL(u string) error {
+	if err := webhook.ValidateURL(u, c.AllowPrivate); err != nil {
+		return fmt.Errorf("stac: %w", err)
+	}
+	return nil
+}
+
+// request is one HTTP request, replayable for retries.
+type request struct {
+	method  string
+	url     string
+	body    []byte // JSON, for POST
+	headers map[string]string
+}
+
+// do runs req with retries and returns the answer's body on 2xx. Non-2xx
+// answers are *HTTPError; after the retries a retryable failure is wrapped
+// in ErrUnavailable.
+func (c *Client) do(ctx context.Context, req request) ([]byte, error) {
+	if err := c.checkURL(req.url); err != nil {
+		return nil, err
+	}
+	hc := c.httpClient()
+	retries := c.maxRetries()
+	for attempt := 0; ; attempt++ {
+		body, retryAfter, err := c.once(ctx, hc, req)
+		if err == nil {
+			return body, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stac: %s %s: %w", req.method, req.url, ctx.Err())
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		if attempt >= retries {
+			return nil, fmt.Errorf("%w: %d attempts: %w", ErrUnavailable, attempt+1, err)
+		}
+		t := time.NewTimer(c.backoff(attempt, retryAfter))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("stac: %s %s: %w", req.method, req.url, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// retryable: transport failures and 408/429/5xx, but never an address the
+// SSRF guard refused.
+func retryable(err error) bool {
+	if errors.Is(err, webhook.ErrForbiddenAddress) || errors.Is(err, webhook.ErrInvalidURL) {
+		return false
+	}
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.retryable()
+	}
+	return true
+}
+
+// backoff is the delay before retry attempt+1: Retry-After when the server
+// gave one, else exponential with full jitter, both capped at MaxBackoff.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	base, maxB := c.BaseBackoff, c.MaxBackoff
+	if base <= 0 {
+		base = DefaultBaseBackoff
+	}
+	if maxB <= 0 {
+		maxB = DefaultMaxBackoff
+	}
+	if retryAfter > 0 {
+		return min(retryAfter, maxB)
+	}
+	d := base << min(attempt, 30)
+	if d <= 0 || d > maxB {
+		d = maxB
+	}
+	// Full jitter: pollers that failed together do not retry together.
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+// once makes one attempt, bounded by the client's timeout.
+func (c *Client) once(ctx context.Context, hc *http.Client, req request) ([]byte, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	var body io.Reader
+	if req.body != nil {
+		body = bytes.NewReader(req.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, req.url, body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("stac: %s %s: %w", req.method, req.url, err)
+	}
+	hr.Header.Set("Accept", "application/geo+json, application/json")
+	if req.body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if c.UserAgent != "" {
+		hr.Header.Set("User-Agent", c.UserAgent)
+	}
+	for k, v := range req.headers {
+		hr.Header.Set(k, v)
+	}
+	resp, err := hc.Do(hr)
+	if err != nil {
+		return nil, 0, fmt.Errorf("stac: %s %s: %w", req.method, req.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, retryAfter(resp.Header.Get("Retry-After")), &HTTPError{Method: req.method, URL: req.url, Status: resp.StatusCode, Body: strings.TrimSpace(string(msg))}
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("stac: %s %s: read body: %w", req.method, req.url, err)
+	}
+	if len(data) > maxDocument {
+		return nil, 0, fmt.Errorf("stac: %s %s: answer larger than %d bytes", req.method, req.url, maxDocument)
+	}
+	return data, 0, nil
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// getJSON GETs u and decodes its JSON answer into v.
+func (c *Client) getJSON(ctx context.Context, u string, v any) error {
+	data, err := c.do(ctx, request{method: http.MethodGet, url: u})
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("stac: GET %s: decode: %w", u, err)
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/internal/testenv"
+	"github.com/cropkit/cropkit/webhook"
 )
 
 func openTest(t *testing.T, dir string) *Archive {
@@ -220,4 +221,34 @@ func TestClosestDate(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, ClosestDate(ps, tc.date), tc.date)
 	}
+}
+
+// Recording the same content again notifies nobody; changed values notify.
+func TestRecordNotifiesChangedOnly(t *testing.T) {
+	ctx := context.Background()
+	a := openTest(t, t.TempDir())
+	u, err := a.CreateUser(ctx, NewUser{Name: "u"})
+	require.NoError(t, err)
+	_, err = a.RegisterWebhook(ctx, u, "https://farm.example.com/hook")
+	require.NoError(t, err)
+	poly := orb.MultiPolygon{{{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.74}}}}
+	f, err := a.store.InsertField(ctx, Field{OwnerID: u.ID, Name: "f", Indices: []string{"ndvi"}, Geometry: poly}, 0)
+	require.NoError(t, err)
+	record := func(digest string, mean float64) RecordResult {
+		p := Product{FieldID: f.ID, Index: "ndvi", Date: "2019-06-20", Usable: true, Mean: mean, Bundle: "products/x-" + digest, Digest: digest, IngestedAt: time.Now()}
+		res, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: p.Date, Products: []Product{p},
+			Notify: func(changed []Product, prev map[string]Product) webhook.Payload { return notification(f, changed, prev) }})
+		require.NoError(t, err)
+		return res
+	}
+	assert.Equal(t, 1, record("aaa", 0.5).Notified, "first image")
+	res := record("aaa", 0.5)
+	assert.Equal(t, 0, res.Notified, "identical content")
+	assert.Equal(t, []string(nil), res.Replaced, "same bundle still referenced")
+	res = record("bbb", 0.6)
+	assert.Equal(t, 1, res.Notified, "changed values")
+	assert.Equal(t, []string{"products/x-aaa"}, res.Replaced)
+	ds, err := a.Deliveries(ctx, u, 10)
+	require.NoError(t, err)
+	assert.Len(t, ds, 2)
 }

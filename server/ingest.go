@@ -66,6 +66,11 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 		}
 		src, date = req.Source, req.Date
 	}
+	release, err := s.heavySlot(r, c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	opts := archive.IngestOptions{Untrusted: true}
 	if date != "" {
 		t, err := time.Parse(time.DateOnly, date)

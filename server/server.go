@@ -136,7 +136,8 @@ type route struct {
 	// the token then comes from the header or query only.
 	raw     bool
 	maxBody int64 // 0: Config.MaxBodyBytes
-	// heavy takes one of Config.HeavyRequests slots (after authentication).
+	// heavy takes one of Config.HeavyRequests slots once the body is read
+	// (raw routes read their body themselves, then call Server.heavySlot).
 	heavy  bool
 	handle func(w http.ResponseWriter, r *http.Request, c *call) error
 }
@@ -327,7 +328,7 @@ func (s *Server) operation(rt route) http.Handler {
 			s.fail(w, r, perr)
 			return
 		}
-		if rt.heavy {
+		if rt.heavy && !rt.raw {
 			// Taken once the body is read: a slow sender holds no slot.
 			release, err := s.heavy.acquire(r.Context(), c.user.ID, s.heavyWait)
 			if err != nil {
@@ -340,6 +341,12 @@ func (s *Server) operation(rt route) http.Handler {
 			s.fail(w, r, err)
 		}
 	})
+}
+
+// heavySlot takes a heavy-operation slot for the caller (raw routes, once
+// their body is read).
+func (s *Server) heavySlot(r *http.Request, c *call) (func(), error) {
+	return s.heavy.acquire(r.Context(), c.user.ID, s.heavyWait)
 }
 
 func bodyPresent(r *http.Request) bool {

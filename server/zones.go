@@ -478,6 +478,11 @@ func (s *Server) handleConvertGeoJSON(w http.ResponseWriter, r *http.Request, c 
 	if len(bytes.TrimSpace(data)) == 0 {
 		return badRequest("empty body: send a GeoJSON FeatureCollection of polygons")
 	}
+	release, err := s.heavySlot(r, c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var buf bytes.Buffer
 	if err := zoning.GeoJSONToShapefileZip(data, &buf); err != nil {
 		return zoneError(err)
@@ -487,6 +492,6 @@ func (s *Server) handleConvertGeoJSON(w http.ResponseWriter, r *http.Request, c 
 	h.Set("Content-Disposition", contentDisposition("zones.zip"))
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return err
 }

@@ -318,3 +318,22 @@ func vmHWM() int64 {
 	}
 	return -1
 }
+
+func TestCraftedSTACAssets(t *testing.T) {
+	// A STAC item pointing at crafted centimetre bands fails like a folder.
+	dir := writeCraftedScene(t, map[string]geo.Grid{"B04": centimetre, "B08": centimetre, "SCL": centimetre})
+	item := `{"type":"Feature","id":"crafted","properties":{"datetime":"2024-06-01T10:00:00Z"},
+		"assets":{"red":{"href":"B04.tif"},"nir":{"href":"./B08.tif"},"scl":{"href":"SCL.tif"}}}`
+	path := filepath.Join(dir, "item.json")
+	require.NoError(t, os.WriteFile(path, []byte(item), 0o600))
+	scene, err := OpenScene(context.Background(), path, SceneOptions{})
+	require.NoError(t, err)
+	defer scene.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = scene.FieldProducts(context.Background(), normalField(t), []string{"ndvi"}, nil)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrBudget)
+	assert.ErrorContains(t, err, "field in scene crafted: field window of 31601x31601 pixels of 0.01")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20))
+}

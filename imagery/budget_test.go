@@ -234,7 +234,7 @@ const childEnv = "CROPKIT_BUDGET_CHILD_SCENE"
 // reserves about 2 GB): it must end with the budget error, not a fatal
 // "out of memory", and peak RSS must stay under 1 GB.
 func TestCraftedSceneUnderAddressSpaceLimit(t *testing.T) {
-	if dir := os.Getenv(childEnv); dir != "" {
+	if dir, ok := strings.CutPrefix(os.Getenv(childEnv), "crafted:"); ok {
 		runCraftedChild(dir)
 		return
 	}
@@ -250,7 +250,7 @@ func TestCraftedSceneUnderAddressSpaceLimit(t *testing.T) {
 	}
 	dir := writeCraftedScene(t, map[string]geo.Grid{"B04": centimetre, "B08": centimetre, "SCL": centimetre})
 	cmd := exec.Command(prlimit, "--as=3000000000", bin, "-test.run=^TestCraftedSceneUnderAddressSpaceLimit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	cmd.Env = append(os.Environ(), childEnv+"=crafted:"+dir)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child output:\n%s", out)
 	text := string(out)
@@ -340,4 +340,64 @@ func TestCraftedSTACAssets(t *testing.T) {
 	require.ErrorIs(t, err, ErrBudget)
 	assert.ErrorContains(t, err, "field in scene crafted: field window of 31601x31601 pixels of 0.01")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20))
+}
+
+// TestLargestFieldRSS reads the largest field the server registers (a
+// 100,000 ha square, 10 M pixels of 10 m) over a full-size synthetic
+// Sentinel-2 tile in a child process, and checks it is accepted by the
+// default caps and peaks under 1 GB resident.
+func TestLargestFieldRSS(t *testing.T) {
+	if dir, ok := strings.CutPrefix(os.Getenv(childEnv), "largest:"); ok {
+		runLargestChild(dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("reads 10 M pixels per band")
+	}
+	dir := writeTileScene(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLargestFieldRSS$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"=largest:"+dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child output:\n%s", out)
+	text := string(out)
+	assert.Contains(t, text, "PRODUCTS: 2 over 10004569 field pixels")
+	var hwm int64 = -1
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM kB: "); ok {
+			hwm, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			require.NoError(t, err)
+		}
+	}
+	require.GreaterOrEqual(t, hwm, int64(0), "child printed no VmHWM:\n%s", out)
+	assert.Less(t, hwm, int64(1<<20), "peak RSS in kB")
+	t.Logf("largest field: child peak RSS %d kB", hwm)
+}
+
+func runLargestChild(dir string) {
+	ctx := context.Background()
+	scene, err := OpenScene(ctx, dir, SceneOptions{})
+	if err != nil {
+		fmt.Println("OPEN ERROR:", err)
+		os.Exit(3)
+	}
+	defer scene.Close()
+	tr, err := crs.New(32633, 4326)
+	if err != nil {
+		fmt.Println("CRS ERROR:", err)
+		os.Exit(3)
+	}
+	// 3163 pixels a side (31.63 km): 100,000 ha, in the middle of the tile.
+	x0, y0, side := 340000.0, 5020000.0, 31630.0
+	field, err := geo.Transform(orb.MultiPolygon{{{{x0, y0}, {x0 + side, y0}, {x0 + side, y0 + side}, {x0, y0 + side}, {x0, y0}}}}, tr)
+	if err != nil {
+		fmt.Println("TRANSFORM ERROR:", err)
+		os.Exit(3)
+	}
+	ps, err := scene.FieldProducts(ctx, field, []string{"ndvi", "savi"}, nil)
+	if err != nil {
+		fmt.Println("ERROR:", err)
+	} else {
+		fmt.Printf("PRODUCTS: %d over %d field pixels\n", len(ps), ps[0].Stats.FieldPixels)
+	}
+	fmt.Printf("VmHWM kB: %d\n", vmHWM())
 }

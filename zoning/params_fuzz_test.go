@@ -14,7 +14,7 @@ import (
 // net/http, as the server does) and from an arbitrary query string.
 // Invariants: no panic; every error matches ErrInvalidParam or
 // ErrInvalidLayers; accepted values are in range (a field name, at least one
-// layer, a positive EPSG code, 2 or more zones); parsing is deterministic.
+// layer, a positive EPSG code, 1 to MaxZones zones); parsing is deterministic.
 func FuzzParseZonesParams(f *testing.F) {
 	f.Add("field_name=f&n_zones=3&layers="+url.QueryEscape(oneLayer), []byte(multipartSeed))
 	f.Add("field_name=UES-03&type=n_fertilizer&dst_crs=EPSG:32631&format=shapefile", []byte("--X\r\n\r\n--X--\r\n"))
@@ -38,7 +38,7 @@ func FuzzParseZonesParams(f *testing.F) {
 					t.Fatalf("%s: zones error matches neither ErrInvalidParam nor ErrInvalidLayers: %v", src, err)
 				}
 			} else {
-				if strings.TrimSpace(p.FieldName) == "" || len(p.Layers) == 0 || p.DstEPSG <= 0 || p.Zones < 2 {
+				if strings.TrimSpace(p.FieldName) == "" || len(p.Layers) == 0 || p.DstEPSG <= 0 || p.Zones < 1 || p.Zones > MaxZones {
 					t.Fatalf("%s: accepted %+v", src, p)
 				}
 				again, err := ParseZonesParams(get)

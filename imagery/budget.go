@@ -53,12 +53,18 @@ func (e *BudgetError) Error() string {
 // Is matches ErrBudget.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 
-// checkWindow refuses a window of more than limit pixels (limit ≤ 0: no limit).
-func checkWindow(what string, w geo.Window, g geo.Grid, limit int64) error {
+// checkWindow refuses a window of more than limit pixels (limit ≤ 0: no
+// limit): of the scene's grid when band is "", else of that band's. The
+// message is built only on failure: this runs for every band of every field.
+func checkWindow(band string, w geo.Window, g geo.Grid, limit int64) error {
 	if limit <= 0 {
 		return nil
 	}
 	if n := int64(w.Cols) * int64(w.Rows); n > limit {
+		what := "field window"
+		if band != "" {
+			what = "band " + band + " window"
+		}
 		return &BudgetError{What: what, Window: w, PixelSize: g.DX, Need: n, Limit: limit, Option: "SceneOptions.MaxFieldPixels"}
 	}
 	return nil

@@ -21,7 +21,7 @@ const defaultBlock = 512
 func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, error) {
 	// A band finer than the scene (a crafted SCL of centimetre pixels under
 	// 10 m bands) has more pixels under the field than the scene grid says.
-	if err := checkWindow("band "+b.name+" window", w, b.grid, s.maxPix); err != nil {
+	if err := checkWindow(b.name, w, b.grid, s.maxPix); err != nil {
 		return nil, err
 	}
 	out := make([]float64, w.Len())

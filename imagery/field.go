@@ -82,7 +82,7 @@ func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands
 	// The window is counted in the scene's own pixels, before anything is
 	// allocated for it: a normal field over a scene of tiny pixels is a
 	// huge window.
-	if err := checkWindow("field window", win, s.grid, s.maxPix); err != nil {
+	if err := checkWindow("", win, s.grid, s.maxPix); err != nil {
 		return nil, nil, err
 	}
 	release, err = s.budget.Acquire(ctx, fieldBytes(int64(win.Len()), len(bands), indices))

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -263,4 +264,26 @@ func TestWindowBytesLimit(t *testing.T) {
 	r, err := file.ReadWindow(context.Background(), geo.Window{Col: side - 8, Row: side - 8, Cols: 16, Rows: 16})
 	require.NoError(t, err)
 	assert.Equal(t, make([]uint8, 64), r.U8)
+}
+
+func TestBlockArraysReadToBlockCount(t *testing.T) {
+	// One 16×16 tile whose offset and byte-count tags list 2^20 values:
+	// only the first is read, so Open allocates kilobytes, not the 12 MiB
+	// the whole arrays would take as bytes and uint64s.
+	comp := zlibZeros(16 * 16)
+	es := tiledU8(0, 16, 16, len(comp))
+	offsets, counts := make([]float64, 1<<20), make([]float64, 1<<20)
+	offsets[0], counts[0] = 8, float64(len(comp))
+	es[8] = tiffEntry{tagTileOffsets, 4, offsets}
+	es[9] = tiffEntry{tagTileByteCounts, 4, counts}
+	data := buildTIFF(comp, [][]tiffEntry{es})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := Open(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
+	r, err := f.ReadWindow(context.Background(), f.Grid().Full())
+	require.NoError(t, err)
+	assert.Equal(t, make([]uint8, 256), r.U8)
 }

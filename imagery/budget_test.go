@@ -239,15 +239,7 @@ func TestCraftedSceneUnderAddressSpaceLimit(t *testing.T) {
 		return
 	}
 	prlimit := testenv.RequireTool(t, "prlimit") // util-linux
-	bin := os.Args[0]
-	if raceBuild {
-		// The race runtime cannot start under the limit: build this
-		// package's tests without it and run that binary as the child.
-		goTool := testenv.RequireTool(t, "go")
-		bin = filepath.Join(t.TempDir(), "imagery.test")
-		out, err := exec.Command(goTool, "test", "-c", "-o", bin, ".").CombinedOutput()
-		require.NoError(t, err, "build the non-race test binary:\n%s", out)
-	}
+	bin := childBinary(t)
 	dir := writeCraftedScene(t, map[string]geo.Grid{"B04": centimetre, "B08": centimetre, "SCL": centimetre})
 	cmd := exec.Command(prlimit, "--as=3000000000", bin, "-test.run=^TestCraftedSceneUnderAddressSpaceLimit$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"=crafted:"+dir)
@@ -267,6 +259,20 @@ func TestCraftedSceneUnderAddressSpaceLimit(t *testing.T) {
 	require.GreaterOrEqual(t, hwm, int64(0), "child printed no VmHWM:\n%s", out)
 	assert.Less(t, hwm, int64(1<<20), "peak RSS in kB")
 	t.Logf("child peak RSS %d kB", hwm)
+}
+
+// childBinary is the test binary to re-execute for measurements: this one,
+// or under -race (whose runtime cannot start under an address-space limit
+// and whose shadow memory inflates RSS) this package's tests built without it.
+func childBinary(t *testing.T) string {
+	if !raceBuild {
+		return os.Args[0]
+	}
+	goTool := testenv.RequireTool(t, "go")
+	bin := filepath.Join(t.TempDir(), "imagery.test")
+	out, err := exec.Command(goTool, "test", "-c", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "build the non-race test binary:\n%s", out)
+	return bin
 }
 
 // runCraftedChild is the child side: the ingestion of one normal field,
@@ -355,7 +361,7 @@ func TestLargestFieldRSS(t *testing.T) {
 		t.Skip("reads 10 M pixels per band")
 	}
 	dir := writeTileScene(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLargestFieldRSS$", "-test.count=1")
+	cmd := exec.Command(childBinary(t), "-test.run=^TestLargestFieldRSS$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"=largest:"+dir)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child output:\n%s", out)

@@ -110,6 +110,7 @@ func TestCraftedCentimetreScene(t *testing.T) {
 				tc.what, be.Window.Cols, be.Window.Rows, be.Need))
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated")
 			assert.Less(t, elapsed, 5*time.Second)
+			t.Logf("refused in %v after allocating %d KiB", elapsed, (after.TotalAlloc-before.TotalAlloc)>>10)
 		})
 	}
 }

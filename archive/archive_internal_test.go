@@ -237,7 +237,9 @@ func TestRecordNotifiesChangedOnly(t *testing.T) {
 	record := func(digest string, mean float64) RecordResult {
 		p := Product{FieldID: f.ID, Index: "ndvi", Date: "2019-06-20", Usable: true, Mean: mean, Bundle: "products/x-" + digest, Digest: digest, IngestedAt: time.Now()}
 		res, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: p.Date, Products: []Product{p},
-			Notify: func(changed []Product, prev map[string]Product) webhook.Payload { return notification(f, changed, prev) }})
+			Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
+				return notification(f, changed, prev)
+			}})
 		require.NoError(t, err)
 		return res
 	}

@@ -43,8 +43,8 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrRateLimited: too many failed logins (429); retry after APIError.RetryAfter.
 	ErrRateLimited = errors.New("rate limited")
-	ErrNotFound     = errors.New("not found")
-	ErrTooLarge     = errors.New("request too large")
+	ErrNotFound    = errors.New("not found")
+	ErrTooLarge    = errors.New("request too large")
 	// ErrConflict: the name is taken (registering a field twice).
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: the server is busy (503); retry after

@@ -19,6 +19,11 @@ const defaultBlock = 512
 // row-major. Through the scene's cache it reads whole tile-aligned blocks, so
 // fields sharing a tile decode it once; without the cache it reads w directly.
 func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, error) {
+	// A band finer than the scene (a crafted SCL of centimetre pixels under
+	// 10 m bands) has more pixels under the field than the scene grid says.
+	if err := checkWindow(b.name, w, b.grid, s.maxPix); err != nil {
+		return nil, err
+	}
 	out := make([]float64, w.Len())
 	if s.cache == nil {
 		r, err := b.file.ReadWindow(ctx, w)

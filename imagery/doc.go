@@ -24,4 +24,11 @@
 //     index values that are not finite are excluded too.
 //   - Statistics are float64 over the clear pixels: population std,
 //     percentiles by linear interpolation between closest ranks (numpy's default).
+//
+// Memory is budgeted, not left to the input: a field window over
+// SceneOptions.MaxFieldPixels (counted in the scene's pixels and in those of
+// every band read, so a normal field over centimetre pixels is refused) and
+// a read whose estimated peak exceeds the scene's Budget fail with a
+// *BudgetError (errors.Is ErrBudget) before anything is allocated; a Budget
+// shared between scenes makes concurrent reads wait for each other.
 package imagery

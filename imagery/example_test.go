@@ -3,10 +3,13 @@ package imagery_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"math"
 	"os"
+
+	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
@@ -77,4 +80,44 @@ func ExampleComputeStats() {
 func ExampleMeanVariation() {
 	fmt.Printf("%.1f%%\n", imagery.MeanVariation(0.66, 0.60))
 	// Output: 10.0%
+}
+
+// Bound the memory of concurrent field reads: each reserves its estimated
+// peak, waits while others hold the budget, and a read that could never fit
+// fails at once with a *BudgetError.
+func ExampleBudget() {
+	ctx := context.Background()
+	budget := imagery.NewBudget(100 << 20)
+	release, err := budget.Acquire(ctx, 60<<20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("in use:", budget.Used()>>20, "MiB")
+	release()
+	_, err = budget.Acquire(ctx, 200<<20)
+	var be *imagery.BudgetError
+	fmt.Println(errors.As(err, &be), be.Need>>20, "MiB over", be.Limit>>20, "MiB")
+	// Output:
+	// in use: 60 MiB
+	// true 200 MiB over 100 MiB
+}
+
+// Open scenes with a shared budget and a cap on the pixels of one field
+// window: over the cap, FieldProducts fails with a *BudgetError naming the
+// window, before allocating.
+func ExampleSceneOptions_budget() {
+	opts := imagery.SceneOptions{
+		Budget:         imagery.NewBudget(512 << 20), // shared by every scene of the process
+		MaxFieldPixels: 4_000_000,                    // 40,000 ha at 10 m
+	}
+	scene, err := imagery.OpenScene(context.Background(), "scenes/31UES/2019-06-20", opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer scene.Close()
+	field := orb.MultiPolygon{{{{3.00, 50.80}, {3.028, 50.80}, {3.028, 50.818}, {3.00, 50.818}, {3.00, 50.80}}}}
+	_, err = scene.FieldProducts(context.Background(), field, []string{"ndvi"}, nil)
+	if errors.Is(err, imagery.ErrBudget) {
+		fmt.Println("field too large for this server:", err)
+	}
 }

@@ -53,24 +53,52 @@ func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []s
 	if err != nil {
 		return nil, err
 	}
-	return s.readProjected(ctx, projected, bands)
+	fr, release, err := s.readProjected(ctx, projected, bands, 0)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return fr, nil
 }
 
-// readProjected is ReadField for a field already in the scene CRS.
-func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string) (*FieldRaster, error) {
+// readProjected is ReadField for a field already in the scene CRS. It
+// reserves the read's memory (for indices products to follow) from the
+// scene's budget; the caller calls release once done with the arrays.
+func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string, indices int) (fr *FieldRaster, release func(), err error) {
 	for _, name := range bands {
 		if _, ok := s.bands[name]; !ok {
-			return nil, fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
+			return nil, nil, fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
 		}
 	}
 	b := field.Bound()
-	if len(field) == 0 || math.IsNaN(b.Min[0]) || math.IsInf(b.Min[0], 0) || math.IsInf(b.Max[0], 0) {
-		return nil, fmt.Errorf("%w: empty or invalid field geometry", ErrNoOverlap)
+	if len(field) == 0 || math.IsNaN(b.Min[0]) || math.IsInf(b.Min[0], 0) || math.IsInf(b.Max[0], 0) ||
+		math.IsNaN(b.Max[0]) || math.IsNaN(b.Min[1]) || math.IsNaN(b.Max[1]) || math.IsInf(b.Min[1], 0) || math.IsInf(b.Max[1], 0) {
+		return nil, nil, fmt.Errorf("%w: empty or invalid field geometry", ErrNoOverlap)
 	}
 	win := s.grid.WindowFor(b)
 	if win.Empty() {
-		return nil, ErrNoOverlap
+		return nil, nil, ErrNoOverlap
 	}
+	// The window is counted in the scene's own pixels, before anything is
+	// allocated for it: a normal field over a scene of tiny pixels is a
+	// huge window.
+	if err := checkWindow("", win, s.grid, s.maxPix); err != nil {
+		return nil, nil, err
+	}
+	release, err = s.budget.Acquire(ctx, fieldBytes(int64(win.Len()), len(bands), indices))
+	if err != nil {
+		return nil, nil, err
+	}
+	fr, err = s.readWindow(ctx, field, bands, win)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return fr, release, nil
+}
+
+// readWindow reads bands and the mask under field, whose bounding window is win.
+func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []string, win geo.Window) (*FieldRaster, error) {
 	sub := s.grid.Sub(win)
 	inField := geo.Rasterize(field, sub)
 	if len(inField) != win.Len() {

@@ -47,10 +47,11 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 	if err != nil {
 		return nil, err
 	}
-	fr, err := s.readProjected(ctx, field, bands)
+	fr, release, err := s.readProjected(ctx, field, bands, len(idx))
 	if err != nil {
 		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
 	}
+	defer release()
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
 		p, err := fr.Product(ix)

@@ -45,6 +45,16 @@ type SceneOptions struct {
 	// CacheBytes bounds the decoded tiles kept for reuse across fields of the
 	// same scene: 0 means DefaultCacheBytes, negative disables the cache.
 	CacheBytes int64
+	// MaxFieldPixels caps the pixels of one field window, counted in the
+	// scene's pixels and in those of every band read (a band finer than the
+	// scene counts more): a read over it fails with a *BudgetError before
+	// allocating. 0 means DefaultMaxFieldPixels, negative no cap.
+	MaxFieldPixels int64
+	// Budget bounds the memory of concurrent field reads: each reserves
+	// its estimated peak for its duration. Share one between scenes to bound
+	// a process or an ingestion; nil gives the scene its own of
+	// DefaultBudgetBytes.
+	Budget *Budget
 }
 
 // Scene is one Sentinel-2 acquisition: its bands, mask and date. A Scene is
@@ -58,6 +68,8 @@ type Scene struct {
 	maskSCL  bool             // mask is SCL (else CLM)
 	maskedAs [256]bool        // mask value → masked
 	cache    *tileCache
+	maxPix   int64   // per field window, ≤ 0 for none
+	budget   *Budget // never nil
 	client   *http.Client
 	openFn   func(ctx context.Context, name string) (io.ReaderAt, error)
 }
@@ -115,7 +127,13 @@ func OpenSTACItem(ctx context.Context, raw []byte, base string, opts SceneOption
 // newScene is OpenScene and OpenSTACItem after the source is known: load
 // registers the bands and returns the item's date, if any.
 func newScene(ctx context.Context, src string, isURL bool, opts SceneOptions, load func(*Scene) (time.Time, error)) (*Scene, error) {
-	s := &Scene{bands: make(map[string]*band), client: opts.HTTPClient, openFn: opts.Open}
+	s := &Scene{bands: make(map[string]*band), client: opts.HTTPClient, openFn: opts.Open, maxPix: opts.MaxFieldPixels, budget: opts.Budget}
+	if s.maxPix == 0 {
+		s.maxPix = DefaultMaxFieldPixels
+	}
+	if s.budget == nil {
+		s.budget = NewBudget(DefaultBudgetBytes)
+	}
 	if s.client == nil {
 		s.client = http.DefaultClient
 	}

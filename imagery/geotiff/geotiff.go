@@ -6,12 +6,15 @@
 // and internal overviews. A small writer (WriteFloat32, Write) produces tiled
 // DEFLATE GeoTIFFs that GDAL opens.
 //
-// Everything a file declares is checked against sanity limits before it is
-// allocated (image sides up to 2^20 pixels, decoded tiles or strips up to
-// 64 MiB, array tags no longer than the file), and decompression never
-// produces more than a block's expected size, so a crafted file yields an
-// error wrapping ErrFormat or ErrUnsupported, never a panic or an unbounded
-// allocation.
+// Everything a file declares is checked against sanity limits and against the
+// file's size before it is allocated (image sides up to 2^20 pixels, decoded
+// tiles or strips up to 16 MiB, at most 2^22 blocks per image and never more
+// blocks than the file has bytes for their offsets, block offsets inside the
+// file, shrinking overview chains, array tags no longer than the file, at
+// most 512 MiB decoded per ReadWindow), and decompression never produces
+// more than a block's expected size, so a crafted file yields an error
+// wrapping ErrFormat (ErrLimit for a limit) or ErrUnsupported, never a panic
+// or an unbounded allocation.
 package geotiff
 
 import (
@@ -85,6 +88,12 @@ var ErrUnsupported = errors.New("geotiff: unsupported")
 // TIFF, is truncated or corrupt, or exceeds this package's sanity limits.
 var ErrFormat = errors.New("geotiff: malformed file")
 
+// ErrLimit is matched (errors.Is) by every *LimitError: the file declares
+// more than this package's sanity limits allow (image sides, blocks, IFDs,
+// overviews, array tags, the decoded bytes of one window). A *LimitError
+// matches ErrFormat too, since such a file is refused like a malformed one.
+var ErrLimit = errors.New("geotiff: sanity limit exceeded")
+
 // ErrEmptyWindow is returned by ReadWindow when the window does not overlap the image.
 var ErrEmptyWindow = errors.New("geotiff: window does not overlap the image")
 
@@ -103,6 +112,25 @@ type FormatError struct {
 
 func (e *FormatError) Error() string        { return "geotiff: malformed file: " + e.Msg }
 func (e *FormatError) Is(target error) bool { return target == ErrFormat }
+
+// LimitError names the quantity a file or a read declared, and the limit it exceeds.
+type LimitError struct {
+	// What is the quantity: "image width", "blocks", "window bytes"…
+	What  string
+	Value int64
+	Limit int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("geotiff: %s %d exceeds the limit of %d", e.What, e.Value, e.Limit)
+}
+
+// Is matches ErrLimit and ErrFormat.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit || target == ErrFormat }
+
+func limitErr(what string, value, limit int64) error {
+	return &LimitError{What: what, Value: value, Limit: limit}
+}
 
 func formatErr(format string, args ...any) error {
 	return &FormatError{Msg: fmt.Sprintf(format, args...)}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -125,7 +126,7 @@ func TestOpenErrors(t *testing.T) {
 			return craft(t, 40, 30, map[uint16]any{tagSamplesPerPixel: []uint16{3}, tagBitsPerSample: []uint16{16, 16, 16}}, nil)
 		}, ErrUnsupported, "pixel-interleaved"},
 		{"missing tile offsets", func(t *testing.T) []byte { return craft(t, 40, 30, nil, [][]byte{{1, 2}}) }, ErrFormat, "1 block offsets"},
-		{"huge image", func(t *testing.T) []byte { return craft(t, 1<<21, 30, nil, [][]byte{{1}}) }, ErrFormat, "outside"},
+		{"huge image", func(t *testing.T) []byte { return craft(t, 1<<21, 30, nil, [][]byte{{1}}) }, ErrLimit, "image side 2097152 exceeds the limit of 1048576"},
 		{"huge tiles", func(t *testing.T) []byte {
 			return craft(t, 40, 30, map[uint16]any{tagTileWidth: []uint32{1 << 14}, tagTileLength: []uint32{1 << 14}}, [][]byte{{1}})
 		}, ErrUnsupported, "bytes"},
@@ -234,15 +235,26 @@ func TestCorruptBlocks(t *testing.T) {
 	}
 }
 
+// sizeless hides a reader's Size, as a source of unknown length would.
+type sizeless struct{ r io.ReaderAt }
+
+func (s sizeless) ReadAt(p []byte, off int64) (int, error) { return s.r.ReadAt(p, off) }
+
 func TestTruncatedTileData(t *testing.T) {
 	b := craft(t, 40, 30, nil, nil)
-	f, err := Open(bytes.NewReader(b[:len(b)-100]))
+	// With the size known, Open checks every block against it.
+	_, err := Open(bytes.NewReader(b[:len(b)-100]))
+	require.ErrorIs(t, err, ErrFormat)
+	assert.ErrorContains(t, err, "block 5: 512 bytes at offset 2730 lie beyond the end of the 3142-byte file")
+
+	// Without it, the tiles that are whole still read.
+	f, err := Open(sizeless{bytes.NewReader(b[:len(b)-100])})
 	require.NoError(t, err)
 	_, err = f.ReadWindow(context.Background(), geo.Window{Col: 0, Row: 0, Cols: 5, Rows: 5})
 	require.NoError(t, err, "the first tile is whole")
 	_, err = f.ReadWindow(context.Background(), f.Grid().Full())
-	require.ErrorIs(t, err, ErrFormat)
-	assert.ErrorContains(t, err, "beyond the end of the file")
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.ErrorContains(t, err, "block 5 at offset 2730")
 }
 
 func TestDecompressionIsCapped(t *testing.T) {

@@ -3,6 +3,7 @@ package geotiff
 import (
 	"encoding/binary"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -24,12 +25,24 @@ const (
 	// maxOverviews bounds the reduced-resolution levels: each halves a
 	// side, so 30 covers maxSide; more (or levels not shrinking) only serve
 	// to make a small file decompress the same block again and again.
-	maxOverviews   = 30
-	maxIFDEntries  = 4096
-	maxIFDs        = 64
-	maxArray       = 1 << 22 // elements of one array tag when the source size is unknown
-	maxTextBytes   = 1 << 20 // ASCII tags (GDAL_METADATA…)
-	maxWindowBytes = 1 << 31 // decoded bytes of one ReadWindow result
+	maxOverviews  = 30
+	maxIFDEntries = 4096
+	maxIFDs       = 64
+	maxArray      = 1 << 22 // elements of one array tag when the source size is unknown
+	maxTextBytes  = 1 << 20 // ASCII tags (GDAL_METADATA…)
+	// maxBlocks bounds the tiles or strips of one image, so its offset and
+	// byte-count arrays (16 bytes a block once decoded) stay under 64 MiB:
+	// a 2^20-pixel square in 512² tiles is exactly 2^22 blocks. Sentinel-2
+	// bands hold a few hundred tiles, or 10980 one-row strips.
+	maxBlocks = 1 << 22
+	// minBlockEntryBytes is the least a block costs in the file: a SHORT
+	// offset and a SHORT byte count. A file declaring more blocks than its
+	// size allows for these arrays is refused before they are read.
+	minBlockEntryBytes = 4
+	// maxWindowBytes bounds the decoded bytes of one ReadWindow result: a
+	// 512 MiB raster is 16384² uint16 samples, more than a Sentinel-2 band
+	// (10980²), and keeps one read well under a 1 GB process budget.
+	maxWindowBytes = 512 << 20
 )
 
 // TIFF tags.
@@ -123,7 +136,7 @@ func open(r io.ReaderAt, size int64) (*File, error) {
 	seen := map[int64]bool{}
 	for i := 0; next != 0; i++ {
 		if i >= maxIFDs {
-			return nil, formatErr("more than %d IFDs", maxIFDs)
+			return nil, limitErr("IFDs", int64(i+1), maxIFDs)
 		}
 		if seen[next] || next < 0 {
 			return nil, formatErr("IFD chain loops at offset %d", next)
@@ -164,7 +177,7 @@ func open(r io.ReaderAt, size int64) (*File, error) {
 			return nil, formatErr("IFD %d: overview of %dx%d is not smaller than the level before (%dx%d)", i, c, r, prev.Cols, prev.Rows)
 		}
 		if len(f.overviews) == maxOverviews {
-			return nil, formatErr("more than %d overviews", maxOverviews)
+			return nil, limitErr("overviews", maxOverviews+1, maxOverviews)
 		}
 		// An overview shares the full image's georeferencing, scaled.
 		g := f.full.grid
@@ -261,7 +274,7 @@ func (t *tiffReader) readIFD(off int64) (map[uint16]field, int64, error) {
 // raw returns the value bytes of f, at most maxCount elements.
 func (t *tiffReader) raw(tag uint16, f field, maxCount int) ([]byte, error) {
 	if f.count > uint64(maxCount) {
-		return nil, formatErr("tag %d has %d values, more than %d", tag, f.count, maxCount)
+		return nil, &wrapped{msg: "tag " + strconv.Itoa(int(tag)), err: limitErr("values", int64(min(f.count, math.MaxInt64)), int64(maxCount))}
 	}
 	if f.inline != nil || f.count == 0 {
 		return f.inline, nil
@@ -303,6 +316,24 @@ func (t *tiffReader) uints(fields map[uint16]field, tag uint16, maxCount int) ([
 		}
 	}
 	return out, nil
+}
+
+// blockArray reads the first n values of a block offset or byte count tag
+// (planar images list further planes after them, which are never read), so
+// the allocation follows the block count, already bounded, not the tag's count.
+func (t *tiffReader) blockArray(fields map[uint16]field, tag uint16, n int) ([]uint64, error) {
+	f, ok := fields[tag]
+	if !ok {
+		return nil, nil
+	}
+	if f.count > uint64(n) {
+		f.count = uint64(n)
+		if f.inline != nil {
+			f.inline = f.inline[:n*typeSize[f.typ]]
+		}
+		fields = map[uint16]field{tag: f}
+	}
+	return t.uints(fields, tag, n)
 }
 
 // uint reads a single-valued integer tag, def when absent.
@@ -369,8 +400,11 @@ func (t *tiffReader) image(fields map[uint16]field, first bool) (*Image, error) 
 	if err != nil {
 		return nil, err
 	}
-	if width == 0 || height == 0 || width > maxSide || height > maxSide {
-		return nil, formatErr("image size %dx%d outside 1..%d", width, height, maxSide)
+	if width == 0 || height == 0 {
+		return nil, formatErr("image size %dx%d", width, height)
+	}
+	if width > maxSide || height > maxSide {
+		return nil, limitErr("image side", int64(min(max(width, height), math.MaxInt64)), maxSide)
 	}
 	spp, err := t.uint(fields, tagSamplesPerPixel, 1)
 	if err != nil {
@@ -481,23 +515,31 @@ func (t *tiffReader) image(fields map[uint16]field, first bool) (*Image, error) 
 	im.across = (int(width) + im.blockW - 1) / im.blockW
 	im.down = (int(height) + im.blockH - 1) / im.blockH
 	n := im.across * im.down // blocks of the first plane; planar images hold spp planes
-	limit := maxArray
-	if t.s.size >= 0 {
-		limit = int(min(int64(maxArray)*16, t.s.size))
+	if n > maxBlocks {
+		return nil, limitErr("blocks", int64(n), maxBlocks)
 	}
-	if n > limit {
-		return nil, formatErr("%d blocks", n)
+	// Every block needs an offset and a byte count in the file: a header
+	// declaring more blocks than the file could list is refused before the
+	// arrays are allocated.
+	if t.s.size >= 0 && n > 1 && int64(n)*minBlockEntryBytes > t.s.size {
+		return nil, limitErr(fmt.Sprintf("blocks in a %d-byte file:", t.s.size), int64(n), t.s.size/minBlockEntryBytes)
 	}
-	if im.offsets, err = t.uints(fields, offTag, limit); err != nil {
+	if im.offsets, err = t.blockArray(fields, offTag, n); err != nil {
 		return nil, err
 	}
-	if im.counts, err = t.uints(fields, cntTag, limit); err != nil {
+	if im.counts, err = t.blockArray(fields, cntTag, n); err != nil {
 		return nil, err
 	}
 	if len(im.offsets) < n || len(im.counts) < n {
 		return nil, formatErr("%d block offsets and %d byte counts for %d blocks", len(im.offsets), len(im.counts), n)
 	}
-	im.offsets, im.counts = im.offsets[:n:n], im.counts[:n:n]
+	if t.s.size >= 0 {
+		for i, off := range im.offsets {
+			if cnt := im.counts[i]; cnt > 0 && (off > uint64(t.s.size) || cnt > uint64(t.s.size)-off) {
+				return nil, formatErr("block %d: %d bytes at offset %d lie beyond the end of the %d-byte file", i, cnt, off, t.s.size)
+			}
+		}
+	}
 	im.grid = geo.Grid{Cols: int(width), Rows: int(height), DX: 1, DY: 1}
 	if !first {
 		return im, nil

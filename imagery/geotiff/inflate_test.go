@@ -125,6 +125,26 @@ func FuzzInflate(f *testing.F) {
 			f.Add(comp, uint16(len(data)))
 		}
 	}
+	// Real DEFLATE tiles (zlib header stripped), truncated to the uint16
+	// size the target takes: the decoder must stop at n bytes.
+	for _, p := range realBands(f) {
+		file, err := OpenFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		im := file.Image()
+		for i := 0; i < len(im.offsets) && i < 2; i++ {
+			if im.counts[i] < 3 {
+				continue
+			}
+			b := make([]byte, im.counts[i])
+			if err := im.src.readAt(b, int64(im.offsets[i])); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b[2:], uint16(min(im.blockW*im.blockH*im.typ.Size(), 65535)))
+		}
+		file.Close()
+	}
 	f.Fuzz(func(t *testing.T, comp []byte, n uint16) {
 		var inf inflater
 		dst := make([]byte, n)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,7 +121,8 @@ func TestOverviewAmplificationRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Open(bytes.NewReader(buildTIFF(comp, ifds)))
 	require.ErrorIs(t, err, ErrFormat)
-	assert.ErrorContains(t, err, "more than 30 overviews")
+	require.ErrorIs(t, err, ErrLimit)
+	assert.ErrorContains(t, err, "overviews 31 exceeds the limit of 30")
 
 	// A level growing again after a smaller one.
 	ifds = [][]tiffEntry{tiledU8(0, side, 256, len(comp)), tiledU8(1, side/4, 256, len(comp)), tiledU8(1, side/2, 256, len(comp))}
@@ -212,4 +214,76 @@ func TestUserDefinedProjectedCRSGDAL(t *testing.T) {
 		assert.Equal(t, 10.0, f.Grid().DX)
 		require.NoError(t, f.Close())
 	}
+}
+
+func TestBlockCountLimits(t *testing.T) {
+	f := func(v ...float64) []float64 { return v }
+	comp := zlibZeros(16 * 16)
+	huge := func(tile int) []tiffEntry {
+		es := tiledU8(0, 1<<20, tile, len(comp))
+		return es
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []tiffEntry
+		want    string
+	}{
+		// 2^16 × 2^16 tiles of 16 pixels: 2^32 blocks.
+		{"more blocks than any image may have", huge(16), "blocks 4294967296 exceeds the limit of 4194304"},
+		// 2^22 blocks of 512 pixels (the cap), declared by a file of a few hundred bytes.
+		{"more blocks than the file can list", huge(512), "blocks in a "},
+		{"offset past the end", append(tiledU8(0, 16, 16, len(comp))[:8],
+			tiffEntry{tagTileOffsets, 4, f(1 << 20)}, tiffEntry{tagTileByteCounts, 4, f(float64(len(comp)))}), "beyond the end of the"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Open(bytes.NewReader(buildTIFF(comp, [][]tiffEntry{tc.entries})))
+			require.ErrorIs(t, err, ErrFormat)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err := Open(bytes.NewReader(buildTIFF(comp, [][]tiffEntry{huge(16)})))
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, LimitError{What: "blocks", Value: 1 << 32, Limit: maxBlocks}, *le)
+}
+
+func TestWindowBytesLimit(t *testing.T) {
+	// A sparse 2^20-pixel square: opening is cheap, a whole-image read is not.
+	side := 1 << 20
+	comp := zlibZeros(16)
+	es := tiledU8(0, side, 4096, len(comp))
+	n := (side / 4096) * (side / 4096)
+	zeros := make([]float64, n)
+	es[8] = tiffEntry{tagTileOffsets, 4, zeros}
+	es[9] = tiffEntry{tagTileByteCounts, 4, zeros}
+	file, err := Open(bytes.NewReader(buildTIFF(comp, [][]tiffEntry{es})))
+	require.NoError(t, err)
+	_, err = file.ReadWindow(context.Background(), geo.Window{Cols: 1 << 15, Rows: 1 << 15})
+	require.ErrorIs(t, err, ErrLimit)
+	assert.ErrorContains(t, err, "window bytes 1073741824 exceeds the limit of 536870912")
+	r, err := file.ReadWindow(context.Background(), geo.Window{Col: side - 8, Row: side - 8, Cols: 16, Rows: 16})
+	require.NoError(t, err)
+	assert.Equal(t, make([]uint8, 64), r.U8)
+}
+
+func TestBlockArraysReadToBlockCount(t *testing.T) {
+	// One 16×16 tile whose offset and byte-count tags list 2^20 values:
+	// only the first is read, so Open allocates kilobytes, not the 12 MiB
+	// the whole arrays would take as bytes and uint64s.
+	comp := zlibZeros(16 * 16)
+	es := tiledU8(0, 16, 16, len(comp))
+	offsets, counts := make([]float64, 1<<20), make([]float64, 1<<20)
+	offsets[0], counts[0] = 8, float64(len(comp))
+	es[8] = tiffEntry{tagTileOffsets, 4, offsets}
+	es[9] = tiffEntry{tagTileByteCounts, 4, counts}
+	data := buildTIFF(comp, [][]tiffEntry{es})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := Open(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
+	r, err := f.ReadWindow(context.Background(), f.Grid().Full())
+	require.NoError(t, err)
+	assert.Equal(t, make([]uint8, 256), r.U8)
 }

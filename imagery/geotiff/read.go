@@ -34,7 +34,7 @@ func (im *Image) ReadWindow(ctx context.Context, w geo.Window) (*Raster, error) 
 		return nil, fmt.Errorf("read window %v of a %dx%d image: %w", w, im.grid.Cols, im.grid.Rows, ErrEmptyWindow)
 	}
 	if int64(cw.Len())*int64(im.typ.Size()) > maxWindowBytes {
-		return nil, unsupported("window %v of more than %d bytes", cw, maxWindowBytes)
+		return nil, fmt.Errorf("read window %v of %s: %w", cw, im.typ, limitErr("window bytes", int64(cw.Len())*int64(im.typ.Size()), maxWindowBytes))
 	}
 	r := NewRaster(cw, im.typ)
 	if err := im.readInto(ctx, r); err != nil {

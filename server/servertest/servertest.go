@@ -5,13 +5,13 @@ package servertest
 
 import (
 	"bytes"
-	"database/sql"
-	"path/filepath"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"

@@ -108,6 +108,44 @@ func WriteRepeatedCOG(w io.Writer, g geo.Grid, tileSize int, tile func(col, row 
 	return tiffenc.Write(w, ifds, tiffenc.Options{BigTIFF: size > math.MaxUint32/2})
 }
 
+// WriteUniform writes a tiled uint16 GeoTIFF on g (any size up to the
+// reader's 2^20-pixel sides) whose every pixel is value, with no overviews:
+// all tiles point at one DEFLATE tile stored once, so the file is little
+// more than its offset and byte-count arrays (8 bytes a tile). It crafts
+// files that declare far more pixels than their size suggests, such as a
+// 2^20×2^20 band of 1 cm pixels in 2 MiB.
+func WriteUniform(w io.Writer, g geo.Grid, tileSize int, value uint16) error {
+	if tileSize < 16 || tileSize%16 != 0 {
+		return fmt.Errorf("geotifftest: tile size %d is not a multiple of 16", tileSize)
+	}
+	raw := make([]byte, tileSize*tileSize*2)
+	for i := 0; i < len(raw); i += 2 {
+		binary.LittleEndian.PutUint16(raw[i:], value)
+	}
+	tile := tiffenc.Deflate(raw)
+	across, down := (g.Cols+tileSize-1)/tileSize, (g.Rows+tileSize-1)/tileSize
+	blocks := make([][]byte, across*down)
+	for i := range blocks {
+		blocks[i] = tile // the same slice: stored once
+	}
+	tags := map[uint16]any{
+		256:   []uint32{uint32(g.Cols)},
+		257:   []uint32{uint32(g.Rows)},
+		258:   []uint16{16},
+		259:   []uint16{8},
+		262:   []uint16{1},
+		277:   []uint16{1},
+		284:   []uint16{1},
+		322:   []uint32{uint32(tileSize)},
+		323:   []uint32{uint32(tileSize)},
+		339:   []uint16{1},
+		33550: []float64{g.DX, g.DY, 0},
+		33922: []float64{0, 0, 0, g.X0, g.Y0, 0},
+		34735: []uint16{1, 1, 0, 3, 1024, 0, 1, 1, 1025, 0, 1, 1, 3072, 0, 1, uint16(g.EPSG)},
+	}
+	return tiffenc.Write(w, []tiffenc.IFD{{Tags: tags, Blocks: blocks, Tiled: true}}, tiffenc.Options{})
+}
+
 // Read is one ReadAt call.
 type Read struct {
 	Off int64

@@ -91,3 +91,17 @@ func ExampleWriteRepeatedCOG() {
 	fmt.Println("tile reads:", len(src.Reads()))
 	// Output: tile reads: 4
 }
+
+func TestWriteUniform(t *testing.T) {
+	// A 2^20-pixel square of 1 cm pixels in a couple of MiB.
+	g := geo.Grid{EPSG: 32631, X0: 500000, Y0: 5600000, DX: 0.01, DY: 0.01, Cols: 1 << 20, Rows: 1 << 20}
+	var buf bytes.Buffer
+	require.NoError(t, geotifftest.WriteUniform(&buf, g, 2048, 4))
+	assert.Less(t, buf.Len(), 3<<20)
+	f, err := geotiff.Open(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, g, f.Grid())
+	r, err := f.ReadWindow(context.Background(), geo.Window{Col: g.Cols - 3, Row: 5000, Cols: 3, Rows: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []uint16{4, 4, 4, 4, 4, 4}, r.U16)
+}

@@ -40,9 +40,13 @@ type Config struct {
 	// IngestAllowPrivate lets untrusted ingestion sources (the HTTP API) be
 	// fetched from loopback, private, link-local and metadata addresses.
 	IngestAllowPrivate bool
-	// FieldPixels bounds the decoded pixels of one field window (the
-	// imagery library's budget); 0 means the library's default.
-	FieldPixels int
+	// FieldPixels bounds the decoded pixels of one field window
+	// (imagery.SceneOptions.MaxFieldPixels); 0 means the library's default.
+	FieldPixels int64
+	// MemoryBudget bounds the bytes all concurrent field reads of this
+	// archive may hold (one imagery.Budget shared by every ingestion);
+	// 0 means 512 MiB.
+	MemoryBudget int64
 	// TokenTTL is the lifetime of new tokens; 0 means they do not expire.
 	TokenTTL time.Duration
 	// Webhooks configures notification delivery (RunWebhooks).
@@ -73,7 +77,8 @@ type Archive struct {
 	log       *slog.Logger
 	png       *colormap.Encoder
 	allowPriv bool
-	maxPixels int
+	maxPixels int64
+	budget    *imagery.Budget
 	tokenTTL  time.Duration
 	grace     time.Duration
 	hook      func(string)
@@ -110,6 +115,10 @@ func New(cfg Config) (*Archive, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MemoryBudget <= 0 {
+		cfg.MemoryBudget = 512 << 20
+	}
+	a.budget = imagery.NewBudget(cfg.MemoryBudget)
 	if a.grace == 0 {
 		a.grace = 10 * time.Minute
 	}

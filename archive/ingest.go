@@ -54,7 +54,7 @@ const sceneFetchTimeout = 5 * time.Minute
 
 // SceneOptions are the imagery options of an ingestion of src.
 func (a *Archive) SceneOptions(src string, opts IngestOptions) imagery.SceneOptions {
-	so := imagery.SceneOptions{Date: opts.Date}
+	so := imagery.SceneOptions{Date: opts.Date, MaxFieldPixels: a.maxPixels, Budget: a.budget}
 	if !opts.Untrusted || !isHTTPURL(src) {
 		return so
 	}

@@ -3,21 +3,28 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/imagery/geotiff/geotifftest"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
 )
@@ -220,4 +227,40 @@ func TestFreeTextLimits(t *testing.T) {
 	assert.Equal(t, 400, r.Status, "%s", r.Body)
 	r = do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{"field_name": "f", "geometry": geom, "group": strings.Repeat("g", 200)})
 	assert.Equal(t, 201, r.Status, "%s", r.Body)
+}
+
+// Issue: a crafted 2²⁰×2²⁰ scene of 1 cm pixels given to POST /scenes/ingest
+// allocated 7.7 GB and killed the process. The field's window is refused
+// before anything is allocated, and the answer names the limit and the field.
+func TestCraftedSceneIngestIsAFieldFailure(t *testing.T) {
+	centimetre := geo.Grid{EPSG: 32631, X0: 500000, Y0: 5600000, DX: 0.01, DY: 0.01, Cols: 1 << 20, Rows: 1 << 20}
+	dir := filepath.Join(t.TempDir(), "2024-06-01")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, name := range []string{"B04", "B08", "SCL"} {
+		f, err := os.Create(filepath.Join(dir, name+".tif"))
+		require.NoError(t, err)
+		require.NoError(t, geotifftest.WriteUniform(f, centimetre, 2048, 3000))
+		require.NoError(t, f.Close())
+	}
+	tr, err := crs.New(32631, 4326)
+	require.NoError(t, err)
+	x0, y0 := 503000.0, 5595000.0
+	field, err := geo.Transform(orb.MultiPolygon{{{{x0, y0}, {x0 + 316, y0}, {x0 + 316, y0 + 316}, {x0, y0 + 316}, {x0, y0}}}}, tr)
+	require.NoError(t, err)
+
+	env := servertest.New(t, server.Config{})
+	r := do(t, env.Handler, "POST", "/fields/register", env.AdminToken, map[string]any{"field_name": "ten-hectares", "indices": "ndvi",
+		"geometry": map[string]any{"type": "MultiPolygon", "coordinates": field}})
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r = do(t, env.Handler, "POST", "/scenes/ingest", env.AdminToken, map[string]string{"source": dir})
+	runtime.ReadMemStats(&after)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	var res archive.IngestResult
+	require.NoError(t, json.Unmarshal(r.Body, &res))
+	require.Equal(t, 1, res.Failed)
+	assert.Equal(t, "ten-hectares", res.Failures[0].Field)
+	assert.Contains(t, res.Failures[0].Error, "over the limit of 12000000")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "bounded allocation")
 }

@@ -34,16 +34,28 @@ func (a *Archive) ParseOutline(raw []byte) (orb.MultiPolygon, error) {
 	if err != nil {
 		return nil, InvalidGeometry("geometry: %v", err)
 	}
-	if err := geo.ValidateLonLat(mp); err != nil {
-		return nil, InvalidGeometry("geometry: %v", err)
-	}
-	if len(mp) > a.limits.FieldParts {
-		return nil, InvalidGeometry("geometry: %d polygons; at most %d per field", len(mp), a.limits.FieldParts)
-	}
-	if ha := geo.BoundArea(mp.Bound()) / 10000; ha > a.limits.FieldExtentHa {
-		return nil, InvalidGeometry("geometry: bounding box of %.0f ha; at most %.0f ha per field (register distant parts as separate fields)", ha, a.limits.FieldExtentHa)
+	if err := ValidateOutline(mp, a.limits); err != nil {
+		return nil, err
 	}
 	return mp, nil
+}
+
+// ValidateOutline checks a field outline with the server's rules: a valid
+// lon/lat (Multi)Polygon (closed rings, no self-intersection, …), at most
+// limits.FieldParts parts, a bounding box of at most limits.FieldExtentHa
+// (zero limits take DefaultLimits). The CLI applies the same rules.
+func ValidateOutline(mp orb.MultiPolygon, limits Limits) error {
+	limits = limits.withDefaults()
+	if err := geo.ValidateLonLat(mp); err != nil {
+		return InvalidGeometry("geometry: %v", err)
+	}
+	if len(mp) > limits.FieldParts {
+		return InvalidGeometry("geometry: %d polygons; at most %d per field", len(mp), limits.FieldParts)
+	}
+	if ha := geo.BoundArea(mp.Bound()) / 10000; ha > limits.FieldExtentHa {
+		return InvalidGeometry("geometry: bounding box of %.0f ha; at most %.0f ha per field (register distant parts as separate fields)", ha, limits.FieldExtentHa)
+	}
+	return nil
 }
 
 // IndexNames is every index of the catalogue u may use.

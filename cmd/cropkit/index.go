@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,7 +20,9 @@ import (
 	"time"
 
 	"github.com/paulmach/orb"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
@@ -67,9 +68,6 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
 	fs.StringVar(&job.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -114,7 +112,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(job.indices) == 0 {
 		return errors.New("--index: no index given")
 	}
-	return job.run(ctx, cat, stderr)
+	return job.run(ctx, cat, stdout, stderr)
 }
 
 // namedField is one input field.
@@ -145,15 +143,21 @@ func (s *stepTimes) add(step string, since time.Time) {
 	s.mu.Unlock()
 }
 
-func (s *stepTimes) print(w io.Writer) {
-	parts := make([]string, 0, len(s.k))
+// print writes the steps' times summed over the workers (worker-seconds:
+// with N workers they add up to at most N × the wall time), their sum, and
+// the wall time of the whole run with the parallelism it implies.
+func (s *stepTimes) print(w io.Writer, wall time.Duration, workers int) {
+	parts := make([]string, 0, len(s.k)+1)
+	var sum time.Duration
 	for _, k := range s.k {
 		parts = append(parts, fmt.Sprintf("%s=%.3fs", k, s.d[k].Seconds()))
+		sum += s.d[k]
 	}
-	fmt.Fprintln(w, strings.Join(parts, " "))
+	fmt.Fprintf(w, "timings (worker-seconds summed over %d workers): %s sum=%.3fs; wall=%.3fs (parallelism %.1f)\n",
+		workers, strings.Join(parts, " "), sum.Seconds(), wall.Seconds(), sum.Seconds()/max(wall.Seconds(), 1e-9))
 }
 
-func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stderr io.Writer) error {
+func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, stderr io.Writer) error {
 	start := time.Now()
 	var times stepTimes
 	fields, err := readFieldFile(job.fields)
@@ -204,53 +208,55 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stderr io.
 		defer stop()
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-		outMu    sync.Mutex
-		enc      colormap.Encoder
+		outMu   sync.Mutex
+		enc     colormap.Encoder
+		buffers = sync.Pool{New: func() any { return new(fieldBuffers) }}
+		counts  indexCounts
 	)
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err; cancel() })
-	}
 	note := func(format string, args ...any) {
 		outMu.Lock()
 		fmt.Fprintf(stderr, format+"\n", args...)
 		outMu.Unlock()
 	}
-	for range min(job.workers, len(fields)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf fieldBuffers
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(fields) || ctx.Err() != nil {
-					return
-				}
-				if err := job.field(ctx, fields[i], scenes, cat, &enc, &buf, &times, note); err != nil {
-					fail(err)
-					return
-				}
-			}
-		}()
+	bar := newProgress(stderr, "index", len(fields))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(job.workers)
+	for _, f := range fields {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			buf := buffers.Get().(*fieldBuffers)
+			defer buffers.Put(buf)
+			err := job.field(gctx, f, scenes, cat, &enc, buf, &times, &counts, note)
+			bar.Add(1)
+			return err
+		})
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	err = g.Wait()
+	bar.Finish()
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	wall := time.Since(start)
+	fmt.Fprintf(stdout, "index: %d fields × %d scenes: %d products written, %d field-dates skipped (no clear pixel or outside the scene) in %s\n",
+		len(fields), len(scenes), counts.products.Load(), counts.skipped.Load(), wall.Round(time.Millisecond))
 	if job.timings {
-		times.add("total", start)
-		times.print(stderr)
+		times.print(stderr, wall, job.workers)
+	}
+	if counts.products.Load() == 0 {
+		return errors.New("no product written: every field was outside the scenes or without clear pixels")
 	}
 	return nil
+}
+
+// indexCounts count a run's outcome.
+type indexCounts struct {
+	products, skipped atomic.Int64
 }
 
 // fieldBuffers are one worker's output buffers, reused across products: a
@@ -263,7 +269,7 @@ type fieldBuffers struct {
 
 // field computes every scene's products for one field, oldest scene first.
 func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
-	enc *colormap.Encoder, buf *fieldBuffers, times *stepTimes, note func(string, ...any)) error {
+	enc *colormap.Encoder, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
 	prev := map[string]float64{} // index → mean of the previous product
 	fieldDir := filepath.Join(job.out, f.name)
 	for _, s := range scenes {
@@ -273,9 +279,11 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 		switch {
 		case errors.Is(err, imagery.ErrNoClearPixels):
 			note("field %s %s: no clear pixel, no output", f.name, day(s.Date()))
+			counts.skipped.Add(1)
 			continue
 		case errors.Is(err, imagery.ErrNoOverlap):
 			note("field %s %s: outside scene %s, no output", f.name, day(s.Date()), s.ID())
+			counts.skipped.Add(1)
 			continue
 		case err != nil:
 			return fmt.Errorf("field %s, scene %s: %w", f.name, s.ID(), err)
@@ -322,6 +330,7 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 				return err
 			}
 			times.add("png", t2)
+			counts.products.Add(1)
 		}
 	}
 	return nil
@@ -401,14 +410,9 @@ func readFieldFile(path string) ([]namedField, error) {
 			return nil, fmt.Errorf("--fields %s: field name %q appears twice", path, name)
 		}
 		seen[name] = true
-		for _, p := range f.Geometry {
-			for _, r := range p {
-				for _, pt := range r {
-					if math.Abs(pt[0]) > 180 || math.Abs(pt[1]) > 90 {
-						return nil, fmt.Errorf("--fields %s: field %q: coordinate (%g, %g) is not EPSG:4326 longitude/latitude", path, name, pt[0], pt[1])
-					}
-				}
-			}
+		// The server's rules, so a field the CLI accepts registers too.
+		if err := archive.ValidateOutline(f.Geometry, archive.Limits{}); err != nil {
+			return nil, fmt.Errorf("--fields %s: field %q: %w", path, name, err)
 		}
 		out = append(out, namedField{name: name, geom: f.Geometry})
 	}

@@ -104,7 +104,8 @@ func TestIndexCommandCLMScene(t *testing.T) {
 		"--fields", fields, "--index", "ndvi", "--out", out, "--timings")
 	require.NoError(t, err)
 	assert.Equal(t, 7, strings.Count(stderr, "2015-07-31: no clear pixel"), stderr)
-	assert.Contains(t, stderr, "total=")
+	// Step times are worker-seconds; their sum and the wall time are given.
+	assert.Regexp(t, `timings \(worker-seconds summed over \d+ workers\): .* sum=[0-9.]+s; wall=[0-9.]+s \(parallelism [0-9.]+\)`, stderr)
 	r := readReport(t, filepath.Join(out, "SI-01", "2015-07-11", "ndvi.json"))
 	assert.Equal(t, 296, r.Stats.Num)
 	assert.InDelta(t, 0.665177, r.Stats.Mean, 5e-7)
@@ -117,6 +118,10 @@ func TestIndexCommandBadInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(badJSON, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[4,50]}}]}`), 0o644))
 	noName := filepath.Join(t.TempDir(), "noname.geojson")
 	require.NoError(t, os.WriteFile(noName, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Polygon","coordinates":[[[4,50],[4.1,50],[4.1,50.1],[4,50]]]}}]}`), 0o644))
+	// A ring of three points (closed: four positions, two of them equal
+	// apart from the closing one) the server refuses.
+	threePoint := filepath.Join(t.TempDir(), "tri.geojson")
+	require.NoError(t, os.WriteFile(threePoint, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"tri"},"geometry":{"type":"Polygon","coordinates":[[[4.06,50.74],[4.07,50.74],[4.06,50.74]]]}}]}`), 0o644))
 	tests := []struct {
 		name string
 		args []string
@@ -133,6 +138,7 @@ func TestIndexCommandBadInput(t *testing.T) {
 		{"date with two scenes", []string{"--scene", scene, "--scene", scene, "--date", "2020-01-01", "--fields", fields, "--index", "ndvi"}, "exactly one --scene"},
 		{"bad date", []string{"--scene", scene, "--date", "2020-13-01", "--fields", fields, "--index", "ndvi"}, "YYYY-MM-DD"},
 		{"same date twice", []string{"--scene", scene, "--scene", scene, "--fields", fields, "--index", "ndvi"}, "same date"},
+		{"3-point ring", []string{"--scene", scene, "--fields", threePoint, "--index", "ndvi"}, `field "tri"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,4 +266,13 @@ func TestIndexCommandCPUProfile(t *testing.T) {
 	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi", "--out", t.TempDir(),
 		"--cpuprofile", filepath.Join(t.TempDir(), "missing", "cpu.prof"))
 	assert.ErrorContains(t, err, "--cpuprofile")
+}
+
+// A run that writes nothing (every field cloudy) exits non-zero, and says so.
+func TestIndexCommandNothingProduced(t *testing.T) {
+	place := testenv.DataDir(t, "s2", "slovenia-eolearn")
+	fields := testenv.DataDir(t, "fields", "slovenia-eolearn.geojson")
+	_, err := runIndexArgs(t, "--scene", filepath.Join(place, "2015-07-31"), "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no product written")
 }

@@ -228,3 +228,13 @@ func TestServeDemo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2019-08-24", resp.Header.Get("X-Image-Date"), "the sample's latest date")
 }
+
+// -h prints the command's usage and exits 0 everywhere.
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"ingest", "-h"}, {"index", "-h"}, {"zones", "-h"},
+		{"user", "add", "-h"}, {"user", "-h"}, {"token", "create", "-h"}, {"token", "-h"}} {
+		code, _, errOut := runCmd(t, "", args...)
+		assert.Equal(t, 0, code, "%v: %s", args, errOut)
+		assert.Contains(t, strings.ToLower(errOut), "usage", "%v", args)
+	}
+}

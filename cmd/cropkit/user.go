@@ -33,6 +33,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // It opens the data directory's database directly, so it works whether or
 // not a server runs on it. The new user's token is the last line of stdout.
 func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stderr, "usage: cropkit user add NAME --data DIR [--indices ndvi,ndre,…] [--password-stdin] [--admin]")
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "add" {
 		return errors.New("usage: cropkit user add NAME --data DIR [--indices ndvi,ndre,…] [--password-stdin] [--admin]")
 	}

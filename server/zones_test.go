@@ -515,26 +515,10 @@ func TestPrescriptionZonesReal(t *testing.T) {
 
 }
 
-// isoxmlCheck parses an ISOXML zip with the independent isoxml npm package
-// (zoning/testdata/isoxml-check) and returns its JSON summary.
+// isoxmlCheck parses an ISOXML zip with the independent isoxml npm package.
 func isoxmlCheck(t *testing.T, zipData []byte) map[string]any {
 	t.Helper()
-	node := testenv.RequireTool(t, "node")
-	dir, err := filepath.Abs(filepath.Join("..", "zoning", "testdata", "isoxml-check"))
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "isoxml")); err != nil {
-		npm := testenv.RequireTool(t, "npm")
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci: %s", out)
-	}
-	path := filepath.Join(t.TempDir(), "taskdata.zip")
-	require.NoError(t, os.WriteFile(path, zipData, 0o600))
-	out, err := exec.Command(node, filepath.Join(dir, "check.js"), path).Output()
-	require.NoError(t, err, "check.js: %s", out)
-	var res map[string]any
-	require.NoError(t, json.Unmarshal(out, &res), "%s", out)
+	res := testenv.ISOXMLCheck(t, zipData)
 	assert.Empty(t, res["warnings"], "isoxml warnings")
 	return res
 }

@@ -4,9 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,24 +104,7 @@ func TestParseCollectionErrors(t *testing.T) {
 // on a zip and returns its JSON summary.
 func isoxmlCheck(t *testing.T, zipData []byte) map[string]any {
 	t.Helper()
-	node := testenv.RequireTool(t, "node")
-	npm := testenv.RequireTool(t, "npm")
-	dir, err := filepath.Abs(filepath.Join("testdata", "isoxml-check"))
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "isoxml")); err != nil {
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci: %s", out)
-	}
-	path := filepath.Join(t.TempDir(), "taskdata.zip")
-	require.NoError(t, os.WriteFile(path, zipData, 0o600))
-	cmd := exec.Command(node, filepath.Join(dir, "check.js"), path)
-	out, err := cmd.Output()
-	require.NoError(t, err, "check.js: %s", out)
-	var res map[string]any
-	require.NoError(t, json.Unmarshal(out, &res), "%s", out)
-	return res
+	return testenv.ISOXMLCheck(t, zipData)
 }
 
 func TestWriteISOXMLZip(t *testing.T) {

@@ -543,3 +543,44 @@ func (c *Client) UploadScene(ctx context.Context, date string, bands map[string]
 	pr.Close()
 	return out, err
 }
+
+// HistoryRow is one usable date of a field's index history.
+type HistoryRow struct {
+	Date          string  `json:"date"`
+	Mean          float64 `json:"mean"`
+	Median        float64 `json:"median"`
+	Std           float64 `json:"std"`
+	Min           float64 `json:"min"`
+	Max           float64 `json:"max"`
+	P25           float64 `json:"p25"`
+	P75           float64 `json:"p75"`
+	Num           int     `json:"num"`
+	FieldPixels   int     `json:"field_pixels"`
+	CloudCover    float64 `json:"cloud_cover"`
+	MeanVariation float64 `json:"mean_variation"`
+	PreviousDate  *string `json:"previous_date"`
+	Scene         string  `json:"scene"`
+}
+
+// HistoryRequest asks a field's index statistics through time.
+type HistoryRequest struct {
+	FieldName          string
+	Indices            []string // nil: every index of the field
+	StartDate, EndDate string   // YYYY-MM-DD, inclusive; "" = open
+}
+
+// History returns, per index, one row per usable date (GET /fields/history).
+func (c *Client) History(ctx context.Context, h HistoryRequest) (map[string][]HistoryRow, error) {
+	var out struct {
+		Indices map[string][]HistoryRow `json:"indices"`
+	}
+	err := c.call(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
+		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate)}, &out)
+	return out.Indices, err
+}
+
+// HistoryCSV returns the same history as CSV.
+func (c *Client) HistoryCSV(ctx context.Context, h HistoryRequest) (File, error) {
+	return c.file(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
+		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "format", "csv")})
+}

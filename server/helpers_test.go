@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/geo"
@@ -92,3 +93,12 @@ func polygonJSON(w, s, e, n float64) map[string]any {
 }
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+func mustPolygon(t testing.TB) orb.MultiPolygon {
+	t.Helper()
+	mp, err := geo.ParseGeometry([]byte(`{"type":"Polygon","coordinates":[[[4.06,50.74],[4.07,50.74],[4.07,50.75],[4.06,50.74]]]}`))
+	require.NoError(t, err)
+	return mp
+}

@@ -175,6 +175,7 @@ func (s *Server) routes() {
 			"/files/get", "/files/get/{service}", "/files/get/{service}/{file_type}",
 		}, access: user, handle: s.handleDownload},
 		{methods: readable, paths: []string{"/files/list"}, access: user, handle: s.handleFilesList},
+		{methods: readable, paths: []string{"/fields/history"}, access: user, handle: s.handleHistory},
 		{methods: readable, paths: []string{"/fields/value"}, access: user, handle: s.handleValue},
 		{methods: readable, paths: []string{"/rasters/get"}, access: user, handle: s.handleRaster},
 		{methods: readable, paths: []string{"/indices/list"}, access: user, handle: s.handleIndices},

@@ -123,7 +123,7 @@ func Validate(t testing.TB, h http.Handler, counter *Counter) http.Handler {
 		t.Fatalf("openapi.json: %v", err)
 	}
 	registerDecoders.Do(func() {
-		for _, ct := range []string{"image/png", "image/tiff", "application/zip"} {
+		for _, ct := range []string{"image/png", "image/tiff", "application/zip", "text/csv"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 		}
 	})

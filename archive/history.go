@@ -1,0 +1,80 @@
+package archive
+
+import (
+	"context"
+	"slices"
+)
+
+// HistoryRow is one usable image of a field and index: the §2.5 statistics,
+// cloud cover and mean_variation against the usable image before it.
+type HistoryRow struct {
+	Date          string  `json:"date"`
+	Mean          float64 `json:"mean"`
+	Median        float64 `json:"median"`
+	Std           float64 `json:"std"`
+	Min           float64 `json:"min"`
+	Max           float64 `json:"max"`
+	P25           float64 `json:"p25"`
+	P75           float64 `json:"p75"`
+	Num           int     `json:"num"`
+	FieldPixels   int     `json:"field_pixels"`
+	CloudCover    float64 `json:"cloud_cover"`
+	MeanVariation float64 `json:"mean_variation"`
+	PreviousDate  *string `json:"previous_date"`
+	Scene         string  `json:"scene"`
+}
+
+// History is a field's index statistics through time, from the stored
+// products only (no file is read): per index, one row per usable date
+// between from and to (inclusive, "" = open), by date. mean_variation
+// compares with the previous usable image even when it lies before from,
+// as downloads do. indices nil means every index of the field u may use.
+func (a *Archive) History(ctx context.Context, u User, fieldName string, indices []string, from, to string) (Field, map[string][]HistoryRow, error) {
+	f, err := a.Field(ctx, u, fieldName, false)
+	if err != nil {
+		return Field{}, nil, err
+	}
+	for _, ix := range indices {
+		if err := a.CheckIndex(u, ix); err != nil {
+			return Field{}, nil, err
+		}
+		if !slices.Contains(f.Indices, ix) {
+			return Field{}, nil, NotFound("field %q is not registered for index %q", f.Name, ix)
+		}
+	}
+	want := indices
+	if want == nil {
+		for _, ix := range f.Indices {
+			if u.May(ix) {
+				want = append(want, ix)
+			}
+		}
+	}
+	// One query for every index up to `to`: earlier rows give mean_variation.
+	ps, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, To: to, UsableOnly: true})
+	if err != nil {
+		return Field{}, nil, err
+	}
+	out := make(map[string][]HistoryRow, len(want))
+	for _, ix := range want {
+		out[ix] = []HistoryRow{}
+	}
+	prev := map[string]*Product{}
+	for i := range ps { // by index, then date
+		p := &ps[i]
+		rows, ok := out[p.Index]
+		if !ok {
+			continue
+		}
+		before := prev[p.Index]
+		prev[p.Index] = p
+		if from != "" && p.Date < from {
+			continue
+		}
+		mv, pd := meanVariation(*p, before)
+		out[p.Index] = append(rows, HistoryRow{Date: p.Date, Mean: p.Mean, Median: p.Median, Std: p.Std, Min: p.Min, Max: p.Max,
+			P25: p.P25, P75: p.P75, Num: p.Num, FieldPixels: p.FieldPixels, CloudCover: p.CloudCover,
+			MeanVariation: mv, PreviousDate: pd, Scene: p.SceneID})
+	}
+	return f, out, nil
+}

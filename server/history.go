@@ -1,0 +1,82 @@
+package server
+
+import (
+	"bytes"
+	"encoding/csv"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cropkit/cropkit/archive"
+)
+
+type historyResponse struct {
+	FieldName string                          `json:"field_name"`
+	Indices   map[string][]archive.HistoryRow `json:"indices"`
+}
+
+// handleHistory answers a field's index statistics through time (one row
+// per usable date) as JSON or CSV, from the stored products only.
+func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) error {
+	name, err := c.params.required("field_name")
+	if err != nil {
+		return err
+	}
+	var indices []string
+	for _, key := range []string{"index", "indices"} {
+		l, ok, err := c.params.list(key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			indices = append(indices, l...)
+		}
+	}
+	from, to, err := dateRange(c.params)
+	if err != nil {
+		return err
+	}
+	format, _, err := c.params.str("format")
+	if err != nil {
+		return err
+	}
+	format = strings.ToLower(format)
+	if format != "" && format != "json" && format != "csv" {
+		return badRequest("format must be json or csv, got %q", format)
+	}
+	f, hist, err := s.core.History(r.Context(), c.user, name, indices, from, to)
+	if err != nil {
+		return err
+	}
+	if format != "csv" {
+		return writeJSON(w, http.StatusOK, historyResponse{FieldName: f.Name, Indices: hist})
+	}
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write([]string{"field_name", "index", "date", "mean", "median", "std", "min", "max", "p25", "p75", "num",
+		"field_pixels", "cloud_cover", "mean_variation", "previous_date", "scene"})
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	names := make([]string, 0, len(hist))
+	for ix := range hist {
+		names = append(names, ix)
+	}
+	slices.Sort(names)
+	for _, ix := range names {
+		for _, row := range hist[ix] {
+			prev := ""
+			if row.PreviousDate != nil {
+				prev = *row.PreviousDate
+			}
+			cw.Write([]string{f.Name, ix, row.Date, num(row.Mean), num(row.Median), num(row.Std), num(row.Min), num(row.Max),
+				num(row.P25), num(row.P75), strconv.Itoa(row.Num), strconv.Itoa(row.FieldPixels), num(row.CloudCover),
+				num(row.MeanVariation), prev, row.Scene})
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	return writeFile(w, buf.Bytes(), safeFileName(f.Name)+"_history.csv", "")
+}

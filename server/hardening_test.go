@@ -193,7 +193,7 @@ func TestIngestURLPolicy(t *testing.T) {
 	open := servertest.NewWith(t, archive.Config{IngestAllowPrivate: true}, server.Config{})
 	r = do(t, open.Handler, "POST", "/scenes/ingest", open.AdminToken, map[string]string{"source": ts.URL + "/item.json"})
 	assert.Equal(t, 400, r.Status, "%s", r.Body)
-	assert.Contains(t, string(r.Body), "http(s) assets")
+	assert.Contains(t, string(r.Body), "local asset in a remote STAC item")
 
 	// The same item read from disk is trusted as before.
 	r = do(t, open.Handler, "POST", "/scenes/ingest", open.AdminToken, map[string]string{"source": filepath.Join(itemDir, "item.json")})

@@ -51,7 +51,8 @@ func (e *LayerError) Is(target error) bool { return target == ErrInvalidLayers }
 //
 // A crop_health layer is an index either on one Date or averaged over the
 // usable images between StartDate and EndDate (inclusive); a custom layer is
-// the numeric Attribute of the uploaded shapefile Filename.
+// the numeric Attribute of the uploaded shapefile Filename, or band 1 of the
+// uploaded GeoTIFF Filename (IsRaster).
 //
 // Weight is the layer's relative influence on the clustering: each layer is
 // standardized (z-score over the field's valid pixels) and scaled by
@@ -67,6 +68,12 @@ type LayerSpec struct {
 	EndDate   time.Time
 	Filename  string // custom: the .shp file name
 	Attribute string // custom
+}
+
+// IsRaster reports whether a custom layer names a GeoTIFF (.tif, .tiff).
+func (l LayerSpec) IsRaster() bool {
+	ext := strings.ToLower(extension(l.Filename))
+	return ext == ".tif" || ext == ".tiff"
 }
 
 // IsRange reports whether a crop_health layer uses the date-range form.
@@ -182,11 +189,15 @@ func (r layerJSON) spec(i int) (LayerSpec, error) {
 		if s.Filename == "" {
 			return s, bad("filename", "missing")
 		}
-		if !strings.EqualFold(extension(s.Filename), ".shp") {
-			return s, bad("filename", fmt.Sprintf("%q is not a .shp file: custom layers support shapefiles only", s.Filename))
-		}
-		if s.Attribute == "" {
-			return s, bad("attribute", "missing")
+		switch ext := strings.ToLower(extension(s.Filename)); {
+		case ext == ".shp":
+			if s.Attribute == "" {
+				return s, bad("attribute", "missing (the shapefile's numeric attribute)")
+			}
+		case ext == ".tif" || ext == ".tiff":
+			// A raster's band 1; attribute, when given, only names the layer.
+		default:
+			return s, bad("filename", fmt.Sprintf("%q is neither a .shp nor a .tif/.tiff file", s.Filename))
 		}
 		if r.Index != nil || r.Date != nil || r.StartDate != nil || r.EndDate != nil {
 			return s, bad("", "index and dates belong to crop_health layers")

@@ -49,7 +49,7 @@ func TestParseLayersErrors(t *testing.T) {
 		{"end only", `[{"type":"crop_health","weight":1,"end_date":"2019-06-01","index":"ndvi"}]`, "start_date", "missing"},
 		{"reversed range", `[{"type":"crop_health","weight":1,"start_date":"2019-07-01","end_date":"2019-06-01","index":"ndvi"}]`, "end_date", "before"},
 		{"custom without file", `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":"ndvi"},{"type":"custom","weight":1,"attribute":"x"}]`, "filename", "missing"},
-		{"custom tiff", `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":"ndvi"},{"type":"custom","weight":1,"filename":"a.tif","attribute":"x"}]`, "filename", "shapefiles only"},
+		{"custom csv", `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":"ndvi"},{"type":"custom","weight":1,"filename":"a.csv","attribute":"x"}]`, "filename", "neither a .shp nor a .tif"},
 		{"custom without attribute", `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":"ndvi"},{"type":"custom","weight":1,"filename":"a.shp"}]`, "attribute", "missing"},
 		{"trailing", `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":"ndvi"}] x`, "", "trailing"},
 	}

@@ -14,20 +14,26 @@ import (
 )
 
 // Upload is one file set uploaded for a field (/files/upload): a shapefile
-// (its .shp name and its .shp, .shx, .dbf, .prj, .cpg files).
+// (its .shp name and its .shp, .shx, .dbf, .prj, .cpg files) or a GeoTIFF
+// raster (its .tif name and the file).
 type Upload struct {
 	Name     string // e.g. "soil.shp", as uploaded
 	Files    map[string][]byte
 	Uploaded time.Time
 }
 
-// uploadKey is the blob an upload is stored under: its base name,
-// lower-cased (a later upload of the same name replaces it), under the
-// field's current outline version (attribute data is tied to the outline
-// it was uploaded for).
+// uploadKey is the blob an upload is stored under: its base name and kind
+// (shapefile or raster), lower-cased (a later upload of the same name
+// replaces it), under the field's current outline version (attribute data
+// is tied to the outline it was uploaded for).
 func uploadKey(f Field, name string) string {
-	base := strings.TrimSuffix(path.Base(name), path.Ext(name))
-	return uploadsVersionPrefix(f.ID, f.Version) + strings.ToLower(base) + ".zip"
+	ext := strings.ToLower(path.Ext(name))
+	base := strings.ToLower(strings.TrimSuffix(path.Base(name), path.Ext(name)))
+	kind := "shp"
+	if ext == ".tif" || ext == ".tiff" {
+		kind = "tif"
+	}
+	return uploadsVersionPrefix(f.ID, f.Version) + base + "." + kind + ".zip"
 }
 
 // SaveUpload stores a field's upload (one zip blob, atomically), replacing

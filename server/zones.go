@@ -22,6 +22,7 @@ import (
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/zoning"
 )
 
@@ -150,6 +151,9 @@ func readPart(fh *multipart.FileHeader) ([]byte, error) {
 // from the request's files, completed by the set uploaded before for field f
 // (request files win), rasterized onto grid.
 func (s *Server) customLayer(ctx context.Context, f archive.Field, spec zoning.LayerSpec, reqFiles map[string][]byte, grid geo.Grid) ([]float64, error) {
+	if spec.IsRaster() {
+		return s.rasterLayer(ctx, f, spec, reqFiles, grid)
+	}
 	files := map[string][]byte{}
 	stored, err := s.core.Upload(ctx, f, spec.Filename)
 	switch {
@@ -172,6 +176,43 @@ func (s *Server) customLayer(ctx context.Context, f archive.Field, spec zoning.L
 		return nil, badRequest("custom layer %s: %v", spec.Filename, err)
 	}
 	values, err := zoning.RasterizeAttribute(shapes, spec.Attribute, grid)
+	if err != nil {
+		return nil, badRequest("custom layer %s: %v", spec.Filename, err)
+	}
+	return values, nil
+}
+
+// rasterLayer resolves a §2.3 custom layer naming a GeoTIFF: the request's
+// file of that name, else the raster uploaded before for field f, resampled
+// onto grid (zoning.ResampleRaster).
+func (s *Server) rasterLayer(ctx context.Context, f archive.Field, spec zoning.LayerSpec, reqFiles map[string][]byte, grid geo.Grid) ([]float64, error) {
+	var data []byte
+	for name, d := range reqFiles {
+		if strings.EqualFold(name, spec.Filename) {
+			data = d
+		}
+	}
+	if data == nil {
+		up, err := s.core.Upload(ctx, f, spec.Filename)
+		if isNotFound(err) {
+			return nil, badRequest("custom layer %s: no such raster (send it as a files part, or upload it first with /files/upload)", spec.Filename)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range up.Files {
+			data = d
+		}
+	}
+	if _, err := checkRaster(spec.Filename, data); err != nil {
+		return nil, err
+	}
+	tf, err := geotiff.Open(bytes.NewReader(data))
+	if err != nil {
+		return nil, badRequest("custom layer %s: %v", spec.Filename, err)
+	}
+	defer tf.Close()
+	values, err := zoning.ResampleRaster(ctx, tf, grid, 0)
 	if err != nil {
 		return nil, badRequest("custom layer %s: %v", spec.Filename, err)
 	}
@@ -333,14 +374,49 @@ func (s *Server) handlePrescriptionZones(w http.ResponseWriter, r *http.Request,
 	return writeZones(w, col, p.Format, f.Name, base, dates)
 }
 
-// uploadJSON describes one stored shapefile set.
+// uploadJSON describes one stored upload: a shapefile set or a raster.
 type uploadJSON struct {
 	Filename   string   `json:"filename"`
+	Kind       string   `json:"kind"` // shapefile or raster
 	Files      []string `json:"files"`
 	Records    int      `json:"records,omitempty"`
 	Attributes []string `json:"attributes,omitempty"`
 	EPSG       int      `json:"epsg,omitempty"`
+	// Width and Height are a raster's size in cells, PixelSize its cell
+	// size in CRS units, NoData its nodata value when it has one.
+	Width      int      `json:"width,omitempty"`
+	Height     int      `json:"height,omitempty"`
+	PixelSize  float64  `json:"pixel_size,omitempty"`
+	NoData     *float64 `json:"nodata,omitempty"`
 	UploadedAt string   `json:"uploaded_at"`
+}
+
+// maxRasterCells bounds an uploaded raster's size (a 1 m map of 100 km²).
+const maxRasterCells = 100_000_000
+
+// rasterExts are the raster files /files/upload takes.
+var rasterExts = []string{".tif", ".tiff"}
+
+// checkRaster opens an uploaded GeoTIFF and describes it: single band, a CRS
+// the CRS layer supports, a bounded size.
+func checkRaster(name string, data []byte) (uploadJSON, error) {
+	f, err := geotiff.Open(bytes.NewReader(data))
+	if err != nil {
+		return uploadJSON{}, badRequest("%s: not a readable GeoTIFF: %v", name, err)
+	}
+	defer f.Close()
+	g := f.Grid()
+	if g.Cols*g.Rows > maxRasterCells {
+		return uploadJSON{}, badRequest("%s: %d×%d cells; at most %d (resample it coarser)", name, g.Cols, g.Rows, maxRasterCells)
+	}
+	if _, err := crs.New(g.EPSG, 4326); err != nil {
+		return uploadJSON{}, badRequest("%s: %v", name, err)
+	}
+	j := uploadJSON{Filename: name, Kind: "raster", Files: []string{name}, EPSG: g.EPSG, Width: g.Cols, Height: g.Rows, PixelSize: g.DX}
+	if nd, ok := f.NoData(); ok {
+		j.NoData = &nd
+	}
+	return j, nil
 }
 
 type uploadsResponse struct {
@@ -369,24 +445,37 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 	if len(files) == 0 {
 		return badRequest("missing files parts: send the .shp, .shx, .dbf and .prj of a shapefile")
 	}
-	var shps []string
+	var shps, rasters []string
 	for name := range files {
 		ext := strings.ToLower(path.Ext(name))
-		if !slices.Contains(shapefileExts, ext) {
-			return badRequest("files: %q is not part of a shapefile (want %s)", name, strings.Join(shapefileExts, ", "))
-		}
-		if ext == ".shp" {
+		switch {
+		case slices.Contains(rasterExts, ext):
+			rasters = append(rasters, name)
+		case !slices.Contains(shapefileExts, ext):
+			return badRequest("files: %q is neither part of a shapefile (%s) nor a GeoTIFF (.tif, .tiff)", name, strings.Join(shapefileExts, ", "))
+		case ext == ".shp":
 			shps = append(shps, name)
 		}
 	}
-	if len(shps) == 0 {
-		return badRequest("files: no .shp among %d files", len(files))
+	if len(shps) == 0 && len(rasters) == 0 {
+		return badRequest("files: no .shp nor .tif among %d files", len(files))
 	}
 	slices.Sort(shps)
+	slices.Sort(rasters)
 	now := time.Now().UTC().Truncate(time.Second)
 	var sets []archive.Upload
 	out := uploadsResponse{FieldName: f.Name, Uploads: []uploadJSON{}}
 	used := map[string]bool{}
+	for _, name := range rasters {
+		j, err := checkRaster(name, files[name])
+		if err != nil {
+			return err
+		}
+		j.UploadedAt = now.Format(time.RFC3339)
+		sets = append(sets, archive.Upload{Name: name, Files: map[string][]byte{name: files[name]}, Uploaded: now})
+		out.Uploads = append(out.Uploads, j)
+		used[name] = true
+	}
 	for _, shp := range shps {
 		parts, err := zoning.ShapefileParts(files, shp)
 		if err != nil {
@@ -408,7 +497,7 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 		}
 		slices.Sort(names)
 		sets = append(sets, set)
-		out.Uploads = append(out.Uploads, uploadJSON{Filename: shp, Files: names, Records: len(shapes.Features),
+		out.Uploads = append(out.Uploads, uploadJSON{Filename: shp, Kind: "shapefile", Files: names, Records: len(shapes.Features),
 			Attributes: shapes.Fields, EPSG: shapes.EPSG, UploadedAt: now.Format(time.RFC3339)})
 	}
 	for name := range files {
@@ -443,7 +532,14 @@ func (s *Server) handleFilesUploads(w http.ResponseWriter, r *http.Request, c *c
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		out.Uploads = append(out.Uploads, uploadJSON{Filename: set.Name, Files: names, UploadedAt: set.Uploaded.UTC().Format(time.RFC3339)})
+		j := uploadJSON{Filename: set.Name, Kind: "shapefile", Files: names, UploadedAt: set.Uploaded.UTC().Format(time.RFC3339)}
+		if slices.Contains(rasterExts, strings.ToLower(path.Ext(set.Name))) {
+			if j, err = checkRaster(set.Name, set.Files[set.Name]); err != nil {
+				return fmt.Errorf("stored raster %s: %w", set.Name, err)
+			}
+			j.UploadedAt = set.Uploaded.UTC().Format(time.RFC3339)
+		}
+		out.Uploads = append(out.Uploads, j)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

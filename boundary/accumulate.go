@@ -2,6 +2,7 @@ package boundary
 
 import (
 	"math"
+	"slices"
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
@@ -29,6 +30,10 @@ type accumulator struct {
 // nFeat features per pixel and date: NDVI then the 10 m reflectances.
 const nFeat = 5
 
+// reflWeight scales squared reflectance differences relative to squared
+// NDVI differences: a reflectance step of 0.2 weighs like an NDVI step of 1.
+const reflWeight = 0.0
+
 func newAccumulator(fr *imagery.FieldRaster) *accumulator {
 	n := fr.Grid.Cols * fr.Grid.Rows
 	a := &accumulator{
@@ -36,7 +41,7 @@ func newAccumulator(fr *imagery.FieldRaster) *accumulator {
 		in: fr.InField, inPixels: fr.FieldPixels,
 		rightSum: make([]float64, n), downSum: make([]float64, n),
 		rightN: make([]int32, n), downN: make([]int32, n),
-		ndviMax: make([]float32, n), ndviSum: make([]float64, n), ndviSq: make([]float64, n), ndviN: make([]int32, n),
+		ndviMax: make([]float32, n), ndviN: make([]int32, n),
 		feat: make([]float64, n*nFeat), valid: make([]bool, n),
 	}
 	for i := range a.ndviMax {
@@ -45,22 +50,10 @@ func newAccumulator(fr *imagery.FieldRaster) *accumulator {
 	return a
 }
 
-// add accumulates one date when at least minClear of the area's pixels are
-// clear and have every band; it returns that clear fraction either way.
-func (a *accumulator) add(fr *imagery.FieldRaster, minClear float64) float64 {
+// add accumulates one date over the pixels valid marks.
+func (a *accumulator) add(fr *imagery.FieldRaster, valid []bool) {
 	b2, b3, b4, b8 := fr.Bands["B02"], fr.Bands["B03"], fr.Bands["B04"], fr.Bands["B08"]
-	ok := 0
-	for i := range a.valid {
-		v := a.in[i] && fr.Clear[i] && finite(b2[i]) && finite(b3[i]) && finite(b4[i]) && finite(b8[i]) && b4[i]+b8[i] > 0
-		a.valid[i] = v
-		if v {
-			ok++
-		}
-	}
-	frac := float64(ok) / float64(max(a.inPixels, 1))
-	if frac < minClear {
-		return frac
-	}
+	copy(a.valid, valid)
 	for i, v := range a.valid {
 		if !v {
 			continue
@@ -69,8 +62,6 @@ func (a *accumulator) add(fr *imagery.FieldRaster, minClear float64) float64 {
 		f := a.feat[i*nFeat : (i+1)*nFeat]
 		f[0], f[1], f[2], f[3], f[4] = ndvi, b2[i], b3[i], b4[i], b8[i]
 		a.ndviMax[i] = max(a.ndviMax[i], float32(ndvi))
-		a.ndviSum[i] += ndvi
-		a.ndviSq[i] += ndvi * ndvi
 		a.ndviN[i]++
 	}
 	for r := 0; r < a.rows; r++ {
@@ -89,7 +80,6 @@ func (a *accumulator) add(fr *imagery.FieldRaster, minClear float64) float64 {
 			}
 		}
 	}
-	return frac
 }
 
 // dist is the weighted squared feature difference of pixels i and j.
@@ -104,4 +94,54 @@ func (a *accumulator) dist(i, j int) float64 {
 	return d0*d0 + reflWeight*s
 }
 
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+// edges returns the area's edges with their multi-temporal strength (RMS
+// over the dates both pixels were clear). Pairs never clear together get
+// the median strength: no evidence either way.
+func (a *accumulator) edges() []edge {
+	es := make([]edge, 0, 2*a.inPixels)
+	var unknown []int
+	add := func(i, j int, sum float64, n int32) {
+		if n == 0 {
+			unknown = append(unknown, len(es))
+			es = append(es, edge{a: int32(i), b: int32(j)})
+			return
+		}
+		es = append(es, edge{a: int32(i), b: int32(j), w: float32(math.Sqrt(sum / float64(n)))})
+	}
+	for r := 0; r < a.rows; r++ {
+		for c := 0; c < a.cols; c++ {
+			i := r*a.cols + c
+			if !a.in[i] {
+				continue
+			}
+			if c+1 < a.cols && a.in[i+1] {
+				add(i, i+1, a.rightSum[i], a.rightN[i])
+			}
+			if r+1 < a.rows && a.in[i+a.cols] {
+				add(i, i+a.cols, a.downSum[i], a.downN[i])
+			}
+		}
+	}
+	if len(unknown) > 0 && len(unknown) < len(es) {
+		ws := make([]float32, 0, len(es))
+		for _, e := range es {
+			ws = append(ws, e.w)
+		}
+		for _, k := range unknown {
+			ws[k] = float32(math.NaN())
+		}
+		ws = slices.DeleteFunc(ws, func(v float32) bool { return v != v })
+		slices.Sort(ws)
+		med := ws[len(ws)/2]
+		for _, k := range unknown {
+			es[k].w = med
+		}
+	}
+	return es
+}
+
+// edge joins 4-adjacent pixels a and b of the area with strength w.
+type edge struct {
+	a, b int32
+	w    float32
+}

@@ -33,7 +33,7 @@ const (
 	DefaultMinAreaHa        = 0.2
 	DefaultMinClearFraction = 0.9
 	DefaultMaxPixels        = 300_000
-	DefaultScale            = 0.6
+	DefaultMergeThreshold   = 0.01
 	DefaultMinGreenNDVI     = 0.5
 	DefaultMinCoreFraction  = 0.15
 	DefaultMinSegmentPixels = 8
@@ -53,10 +53,10 @@ type Options struct {
 	// MaxPixels bounds the area's window in scene pixels (default 300,000:
 	// 2,500 ha at 10 m plus a margin); larger areas fail with ErrTooLarge.
 	MaxPixels int
-	// Scale is the graph-merging scale (Felzenszwalb–Huttenlocher k, in
-	// edge-strength units times pixels): larger values give larger
-	// regions. Default 0.6.
-	Scale float64
+	// MergeThreshold stops region merging: adjacent regions merge, weakest
+	// first, while the mean edge strength along their common border is at
+	// most this. Default DefaultMergeThreshold.
+	MergeThreshold float64
 	// MinSegmentPixels: segments smaller than this are merged into the
 	// neighbour across their weakest edge before filtering (default 8);
 	// mixed pixels on field borders end up in a field this way.
@@ -85,9 +85,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxPixels == 0 {
 		o.MaxPixels = DefaultMaxPixels
 	}
-	if o.Scale == 0 {
-		o.Scale = DefaultScale
+	if o.MergeThreshold == 0 {
+		o.MergeThreshold = DefaultMergeThreshold
 	}
+
 	if o.MinSegmentPixels == 0 {
 		o.MinSegmentPixels = DefaultMinSegmentPixels
 	}
@@ -127,10 +128,6 @@ type Result struct {
 
 // bands read per date: the 10 m bands (the 20 m ones would blur edges).
 var readBands = []string{"B02", "B03", "B04", "B08"}
-
-// reflWeight scales squared reflectance differences relative to squared
-// NDVI differences: a reflectance step of 0.2 weighs like an NDVI step of 1.
-const reflWeight = 25.0
 
 // LastSeason returns the last growing season (1 March to 31 October, UTC)
 // holding at least one of dates, and false when none falls in a season.
@@ -180,17 +177,23 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 	slices.SortStableFunc(order, func(a, b Scene) int { return a.Date().Compare(b.Date()) })
 
 	res := &Result{}
-	var acc *accumulator
+	// Pass 1: the mask alone (cheap) picks the clear dates and the grid.
+	type pick struct {
+		s    Scene
+		frac float64
+	}
+	var picks []pick
+	var ref *imagery.FieldRaster
 	for _, s := range order {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if acc == nil {
+		if ref == nil {
 			if err := checkSize(s, aoi, o.MaxPixels); err != nil {
 				return nil, err
 			}
 		}
-		fr, err := s.ReadField(ctx, aoi, readBands)
+		fr, err := s.ReadField(ctx, aoi, nil)
 		switch {
 		case errors.Is(err, imagery.ErrNoOverlap):
 			res.Skipped = append(res.Skipped, s.ID()+": no overlap")
@@ -198,35 +201,67 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		case err != nil:
 			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
-		if acc == nil {
-			acc = newAccumulator(fr)
-		} else if fr.Grid != acc.grid {
+		if ref == nil {
+			ref = fr
+		} else if fr.Grid != ref.Grid {
 			res.Skipped = append(res.Skipped, s.ID()+": other grid")
 			continue
 		}
-		if frac := acc.add(fr, o.MinClearFraction); frac < o.MinClearFraction {
+		n := 0
+		for i, in := range fr.InField {
+			if in && fr.Clear[i] {
+				n++
+			}
+		}
+		frac := float64(n) / float64(max(fr.FieldPixels, 1))
+		if frac < o.MinClearFraction {
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %.0f%% clear", s.ID(), 100*frac))
 			continue
 		}
-		res.Dates = append(res.Dates, s.Date())
+		picks = append(picks, pick{s, frac})
 	}
-	if acc == nil {
+	if ref == nil {
 		return nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
 			start.Format(time.DateOnly), end.Format(time.DateOnly))
 	}
-	if len(res.Dates) == 0 {
+	if len(picks) == 0 {
 		return nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
 			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
 	}
-	res.Grid = acc.grid
-	seg := segment(acc, o)
-	fields, err := polygons(acc, seg, o)
+	// Pass 2: the bands of the clear dates, accumulated one at a time.
+	acc := newAccumulator(ref)
+	valid := make([]bool, len(ref.InField))
+	for _, p := range picks {
+		fr, err := p.s.ReadField(ctx, aoi, readBands)
+		if err != nil {
+			return nil, fmt.Errorf("read scene %s: %w", p.s.ID(), err)
+		}
+		if fr.Grid != ref.Grid {
+			return nil, fmt.Errorf("read scene %s: window %v differs from its mask's", p.s.ID(), fr.Window)
+		}
+		for i := range valid {
+			valid[i] = ref.InField[i] && fr.Clear[i]
+			for _, b := range readBands {
+				valid[i] = valid[i] && finite(fr.Bands[b][i])
+			}
+			valid[i] = valid[i] && fr.Bands["B04"][i]+fr.Bands["B08"][i] > 0
+		}
+		acc.add(fr, valid)
+		res.Dates = append(res.Dates, p.s.Date())
+	}
+	res.Grid = ref.Grid
+	g := newRegions(acc)
+	g.mergeBelow(o.MergeThreshold)
+	g.absorbSmall(int32(o.MinSegmentPixels))
+	fields, err := g.fields(acc, o)
 	if err != nil {
 		return nil, err
 	}
 	res.Fields = fields
 	return res, nil
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // checkSize fails with ErrTooLarge when aoi's window on s holds more than max pixels.
 func checkSize(s Scene, aoi orb.MultiPolygon, max int) error {

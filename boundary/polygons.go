@@ -18,11 +18,18 @@ type regionStats struct {
 	inCount, borderCount int
 }
 
-// polygons filters the regions of seg and turns the fields into EPSG:4326
+// fields filters the regions and turns the fields into EPSG:4326
 // polygons, largest first.
-func polygons(a *accumulator, seg segmentation, o Options) ([]Field, error) {
-	st := make([]regionStats, seg.count)
-	for i, r := range seg.region {
+func (g *regions) fields(a *accumulator, o Options) ([]Field, error) {
+	region := make([]int32, len(g.parent))
+	for i, p := range g.parent {
+		region[i] = -1
+		if p >= 0 {
+			region[i] = g.find(int32(i))
+		}
+	}
+	st := make([]regionStats, len(region))
+	for i, r := range region {
 		if r < 0 {
 			continue
 		}
@@ -31,12 +38,12 @@ func polygons(a *accumulator, seg segmentation, o Options) ([]Field, error) {
 		if a.ndviN[i] > 0 {
 			s.green += float64(a.ndviMax[i])
 		}
-		if a.isCore(seg.region, i) {
+		if a.isCore(region, i) {
 			s.core++
 		}
 	}
-	for _, e := range seg.edges {
-		ra, rb := seg.region[e.a], seg.region[e.b]
+	for _, e := range g.edges {
+		ra, rb := region[e.a], region[e.b]
 		if ra == rb {
 			st[ra].inSum += float64(e.w)
 			st[ra].inCount++
@@ -48,14 +55,14 @@ func polygons(a *accumulator, seg segmentation, o Options) ([]Field, error) {
 		st[rb].borderCount++
 	}
 	pixelHa := a.grid.PixelArea() / 10_000
-	keep := make([]bool, seg.count)
+	keep := make([]bool, len(st))
 	for r, s := range st {
-		keep[r] = float64(s.pixels)*pixelHa >= o.MinAreaHa &&
+		keep[r] = s.pixels > 0 && float64(s.pixels)*pixelHa >= o.MinAreaHa &&
 			s.green/float64(s.pixels) >= o.MinGreenNDVI &&
 			float64(s.core) >= o.MinCoreFraction*float64(s.pixels)
 	}
-	labels := make([]int32, len(seg.region))
-	for i, r := range seg.region {
+	labels := make([]int32, len(region))
+	for i, r := range region {
 		if r < 0 || !keep[r] {
 			labels[i] = -1
 			continue

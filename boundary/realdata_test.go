@@ -165,8 +165,23 @@ func median(v []float64) float64 {
 
 // evalChips runs Detect on both Flanders chips and returns the IoU rows.
 func evalChips(t testing.TB, opts boundary.Options) (rows []iouRow, log []string) {
-	for _, chip := range []string{"flanders-31UES", "flanders-31UDS"} {
-		scenes := openChip(t, testenv.DataDir(t, "s2", chip))
+	return evalOpened(t, openChips(t), opts)
+}
+
+// openChips opens both Flanders chips.
+func openChips(t testing.TB) map[string][]boundary.Scene {
+	m := make(map[string][]boundary.Scene)
+	for _, chip := range flanders {
+		m[chip] = openChip(t, testenv.DataDir(t, "s2", chip))
+	}
+	return m
+}
+
+var flanders = []string{"flanders-31UES", "flanders-31UDS"}
+
+func evalOpened(t testing.TB, chips map[string][]boundary.Scene, opts boundary.Options) (rows []iouRow, log []string) {
+	for _, chip := range flanders {
+		scenes := chips[chip]
 		parcels := readParcels(t, testenv.DataDir(t, "fields", chip+".geojson"))
 		g := scenes[0].Grid()
 		res, err := boundary.Detect(context.Background(), scenes, chipAOI(t, g), opts)

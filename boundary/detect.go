@@ -37,6 +37,8 @@ const (
 	DefaultMinGreenNDVI     = 0.5
 	DefaultMinCoreFraction  = 0.15
 	DefaultMinSegmentPixels = 8
+	DefaultRefineIterations = 3
+	DefaultMaxShiftPixels   = 2
 )
 
 // Options tune Detect. The zero value is ready to use.
@@ -61,6 +63,12 @@ type Options struct {
 	// neighbour across their weakest edge before filtering (default 8);
 	// mixed pixels on field borders end up in a field this way.
 	MinSegmentPixels int
+	// MaxShiftPixels bounds the whole-pixel shift each date may take to
+	// align with the others (default 2; negative: no co-registration).
+	MaxShiftPixels int
+	// RefineIterations: times border pixels move to the adjacent region
+	// with the closest NDVI profile (default 3; negative: none).
+	RefineIterations int
 	// MinGreenNDVI drops regions whose mean (over pixels) of the highest
 	// clear NDVI of the season stays below it: surfaces never green
 	// (default 0.5).
@@ -91,6 +99,12 @@ func (o Options) withDefaults() Options {
 
 	if o.MinSegmentPixels == 0 {
 		o.MinSegmentPixels = DefaultMinSegmentPixels
+	}
+	if o.MaxShiftPixels == 0 {
+		o.MaxShiftPixels = DefaultMaxShiftPixels
+	}
+	if o.RefineIterations == 0 {
+		o.RefineIterations = DefaultRefineIterations
 	}
 	if o.MinGreenNDVI == 0 {
 		o.MinGreenNDVI = DefaultMinGreenNDVI
@@ -127,7 +141,7 @@ type Result struct {
 }
 
 // bands read per date: the 10 m bands (the 20 m ones would blur edges).
-var readBands = []string{"B02", "B03", "B04", "B08"}
+var readBands = []string{"B04", "B08"}
 
 // LastSeason returns the last growing season (1 March to 31 October, UTC)
 // holding at least one of dates, and false when none falls in a season.
@@ -229,7 +243,7 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
 	}
 	// Pass 2: the bands of the clear dates, accumulated one at a time.
-	acc := newAccumulator(ref)
+	acc := newProfiles(ref)
 	valid := make([]bool, len(ref.InField))
 	for _, p := range picks {
 		fr, err := p.s.ReadField(ctx, aoi, readBands)
@@ -250,10 +264,19 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		res.Dates = append(res.Dates, p.s.Date())
 	}
 	res.Grid = ref.Grid
+	acc.coregister(o.MaxShiftPixels)
 	g := newRegions(acc)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))
-	fields, err := g.fields(acc, o)
+	labels := g.labels()
+	refine(acc, labels, o.RefineIterations)
+	cols, rows := ref.Grid.Cols, ref.Grid.Rows
+	components(labels, cols, rows)
+	if err := geo.Sieve(labels, cols, rows, o.MinSegmentPixels, -1); err != nil {
+		return nil, fmt.Errorf("sieve regions: %w", err)
+	}
+	n := components(labels, cols, rows)
+	fields, err := fields(acc, labels, n, g.edges, o)
 	if err != nil {
 		return nil, err
 	}

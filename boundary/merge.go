@@ -26,7 +26,7 @@ type regions struct {
 	edges   []edge
 }
 
-func newRegions(a *accumulator) *regions {
+func newRegions(a *profiles) *regions {
 	n := len(a.in)
 	g := &regions{parent: make([]int32, n), size: make([]int32, n), adj: make([][]link, n),
 		version: make([]uint32, n), edges: a.edges()}

@@ -18,31 +18,24 @@ type regionStats struct {
 	inCount, borderCount int
 }
 
-// fields filters the regions and turns the fields into EPSG:4326
-// polygons, largest first.
-func (g *regions) fields(a *accumulator, o Options) ([]Field, error) {
-	region := make([]int32, len(g.parent))
-	for i, p := range g.parent {
-		region[i] = -1
-		if p >= 0 {
-			region[i] = g.find(int32(i))
-		}
-	}
-	st := make([]regionStats, len(region))
+// fields filters the regions of region (labels 0…n−1, −1 outside the
+// area) and turns the fields into EPSG:4326 polygons, largest first.
+func fields(a *profiles, region []int32, n int, edges []edge, o Options) ([]Field, error) {
+	st := make([]regionStats, n)
 	for i, r := range region {
 		if r < 0 {
 			continue
 		}
 		s := &st[r]
 		s.pixels++
-		if a.ndviN[i] > 0 {
-			s.green += float64(a.ndviMax[i])
+		if g := a.greenest(i); !math.IsInf(g, -1) {
+			s.green += g
 		}
 		if a.isCore(region, i) {
 			s.core++
 		}
 	}
-	for _, e := range g.edges {
+	for _, e := range edges {
 		ra, rb := region[e.a], region[e.b]
 		if ra == rb {
 			st[ra].inSum += float64(e.w)
@@ -109,7 +102,7 @@ func (s regionStats) confidence() float64 {
 }
 
 // isCore reports whether pixel i and its four neighbours share a region.
-func (a *accumulator) isCore(region []int32, i int) bool {
+func (a *profiles) isCore(region []int32, i int) bool {
 	r, c := i/a.cols, i%a.cols
 	if r == 0 || c == 0 || r == a.rows-1 || c == a.cols-1 {
 		return false

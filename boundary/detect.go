@@ -33,12 +33,14 @@ const (
 	DefaultMinAreaHa        = 0.2
 	DefaultMinClearFraction = 0.9
 	DefaultMaxPixels        = 300_000
-	DefaultMergeThreshold   = 0.01
+	DefaultMergeThreshold   = 0.06
+	DefaultTextureWeight    = 1.0
 	DefaultMinGreenNDVI     = 0.5
 	DefaultMinCoreFraction  = 0.15
 	DefaultMinSegmentPixels = 8
 	DefaultRefineIterations = 3
 	DefaultMaxShiftPixels   = 2
+	DefaultMaxDates         = 40
 )
 
 // Options tune Detect. The zero value is ready to use.
@@ -63,6 +65,13 @@ type Options struct {
 	// neighbour across their weakest edge before filtering (default 8);
 	// mixed pixels on field borders end up in a field this way.
 	MinSegmentPixels int
+	// TextureWeight lowers the merge cost by this times the smaller of the
+	// two regions' mean inner edge strength, so textured fields hold
+	// together (default 1; negative: border strength alone).
+	TextureWeight float64
+	// MaxDates bounds the clear dates used, evenly spread over the season
+	// (default 40): memory is about 4 bytes per pixel and date.
+	MaxDates int
 	// MaxShiftPixels bounds the whole-pixel shift each date may take to
 	// align with the others (default 2; negative: no co-registration).
 	MaxShiftPixels int
@@ -96,9 +105,17 @@ func (o Options) withDefaults() Options {
 	if o.MergeThreshold == 0 {
 		o.MergeThreshold = DefaultMergeThreshold
 	}
-
 	if o.MinSegmentPixels == 0 {
 		o.MinSegmentPixels = DefaultMinSegmentPixels
+	}
+	if o.TextureWeight == 0 {
+		o.TextureWeight = DefaultTextureWeight
+	}
+	if o.TextureWeight < 0 {
+		o.TextureWeight = 0
+	}
+	if o.MaxDates <= 0 {
+		o.MaxDates = DefaultMaxDates
 	}
 	if o.MaxShiftPixels == 0 {
 		o.MaxShiftPixels = DefaultMaxShiftPixels
@@ -191,12 +208,9 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 	slices.SortStableFunc(order, func(a, b Scene) int { return a.Date().Compare(b.Date()) })
 
 	res := &Result{}
-	// Pass 1: the mask alone (cheap) picks the clear dates and the grid.
-	type pick struct {
-		s    Scene
-		frac float64
-	}
-	var picks []pick
+	// Pass 1: the mask alone (no band is read) picks the clear dates and
+	// the grid.
+	var picks []Scene
 	var ref *imagery.FieldRaster
 	for _, s := range order {
 		if err := ctx.Err(); err != nil {
@@ -232,7 +246,7 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %.0f%% clear", s.ID(), 100*frac))
 			continue
 		}
-		picks = append(picks, pick{s, frac})
+		picks = append(picks, s)
 	}
 	if ref == nil {
 		return nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
@@ -242,16 +256,32 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		return nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
 			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
 	}
-	// Pass 2: the bands of the clear dates, accumulated one at a time.
+	// More clear dates than MaxDates: keep MaxDates spread evenly in time.
+	if len(picks) > o.MaxDates {
+		kept := make([]Scene, 0, o.MaxDates)
+		for k := range o.MaxDates {
+			kept = append(kept, picks[k*(len(picks)-1)/max(o.MaxDates-1, 1)])
+		}
+		for _, s := range picks {
+			if !slices.Contains(kept, s) {
+				res.Skipped = append(res.Skipped, s.ID()+": over MaxDates")
+			}
+		}
+		picks = kept
+	}
+	// Pass 2: the NDVI of the clear dates.
 	acc := newProfiles(ref)
 	valid := make([]bool, len(ref.InField))
-	for _, p := range picks {
-		fr, err := p.s.ReadField(ctx, aoi, readBands)
+	for _, s := range picks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fr, err := s.ReadField(ctx, aoi, readBands)
 		if err != nil {
-			return nil, fmt.Errorf("read scene %s: %w", p.s.ID(), err)
+			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
 		if fr.Grid != ref.Grid {
-			return nil, fmt.Errorf("read scene %s: window %v differs from its mask's", p.s.ID(), fr.Window)
+			return nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
 		}
 		for i := range valid {
 			valid[i] = ref.InField[i] && fr.Clear[i]
@@ -261,11 +291,11 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 			valid[i] = valid[i] && fr.Bands["B04"][i]+fr.Bands["B08"][i] > 0
 		}
 		acc.add(fr, valid)
-		res.Dates = append(res.Dates, p.s.Date())
+		res.Dates = append(res.Dates, s.Date())
 	}
 	res.Grid = ref.Grid
 	acc.coregister(o.MaxShiftPixels)
-	g := newRegions(acc)
+	g := newRegions(acc, o.TextureWeight)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))
 	labels := g.labels()

@@ -24,12 +24,17 @@ type regions struct {
 	adj     [][]link
 	version []uint32
 	edges   []edge
+	// Per root: sum and count of the pixel-edge strengths inside the region.
+	inSum []float64
+	inCnt []int32
+	// texture weighs the regions' inner edge strength in the merge cost.
+	texture float64
 }
 
-func newRegions(a *profiles) *regions {
+func newRegions(a *profiles, texture float64) *regions {
 	n := len(a.in)
 	g := &regions{parent: make([]int32, n), size: make([]int32, n), adj: make([][]link, n),
-		version: make([]uint32, n), edges: a.edges()}
+		version: make([]uint32, n), edges: a.edges(), inSum: make([]float64, n), inCnt: make([]int32, n), texture: texture}
 	for i, in := range a.in {
 		g.parent[i] = -1
 		if in {
@@ -64,6 +69,12 @@ func (g *regions) merge(a, b int32) int32 {
 	g.parent[b] = a
 	g.size[a] += g.size[b]
 	g.size[b] = 0
+	g.inSum[a] += g.inSum[b]
+	g.inCnt[a] += g.inCnt[b]
+	if k := indexOf(g.adj[a], b); k >= 0 {
+		g.inSum[a] += g.adj[a][k].sum
+		g.inCnt[a] += g.adj[a][k].cnt
+	}
 	for _, lb := range g.adj[b] {
 		if lb.n == a {
 			continue
@@ -114,6 +125,24 @@ func (q *queue) Pop() any {
 	return x
 }
 
+// cost of merging root a with the neighbour of link l: the mean strength
+// of their border, less texture times the smaller of the two regions'
+// mean inner edge strength, so a border must stand out from the texture
+// of both sides to stop the merge.
+func (g *regions) cost(a int32, l link) float64 {
+	c := l.mean()
+	if g.texture == 0 {
+		return c
+	}
+	inner := func(r int32) float64 {
+		if g.inCnt[r] == 0 {
+			return 0
+		}
+		return g.inSum[r] / float64(g.inCnt[r])
+	}
+	return c - g.texture*min(inner(a), inner(l.n))
+}
+
 // mergeBelow merges adjacent regions, weakest border first, while the
 // mean edge strength along their border is at most threshold. Judging a
 // border by its own strength, not by the regions' mean values, keeps
@@ -135,7 +164,7 @@ func (g *regions) mergeBelow(threshold float64) {
 		}
 		r := g.merge(c.a, c.b)
 		for _, l := range g.adj[r] {
-			heap.Push(&q, candidate{cost: l.mean(), a: r, b: l.n, va: g.version[r], vb: g.version[l.n]})
+			heap.Push(&q, candidate{cost: g.cost(r, l), a: r, b: l.n, va: g.version[r], vb: g.version[l.n]})
 		}
 	}
 }

@@ -89,7 +89,11 @@ func (p *profiles) edges() []edge {
 			}
 		}
 	}
-	if len(unknown) > 0 && len(unknown) < len(es) {
+	if len(unknown) == len(es) {
+		for k := range es {
+			es[k].w = 0
+		}
+	} else if len(unknown) > 0 {
 		ws := make([]float32, 0, len(es))
 		for _, e := range es {
 			if e.w == e.w {

@@ -262,7 +262,7 @@ func TestDetectCoregistersShiftedDates(t *testing.T) {
 
 func TestFeatureCollectionJSON(t *testing.T) {
 	res := &boundary.Result{Fields: []boundary.Field{{
-		Polygon: orb.Polygon{{{4, 50}, {4.001, 50}, {4.001, 50.001}, {4, 50}}}, AreaHa: 0.3571234, Confidence: 0.81234,
+		Polygon: orb.Polygon{{{4, 50}, {4.001, 50}, {4.001, 50.001000001234}, {4, 50}}}, AreaHa: 0.3571234, Confidence: 0.81234,
 	}}}
 	js, err := json.Marshal(res)
 	require.NoError(t, err)

@@ -177,7 +177,9 @@ func LastSeason(dates []time.Time) (start, end time.Time, ok bool) {
 		time.Date(year, time.October, 31, 23, 59, 59, 0, time.UTC), true
 }
 
-// Detect finds field polygons in aoi (EPSG:4326) from scenes. Scenes outside
+// Detect finds field polygons in aoi (EPSG:4326) from scenes. Fields are
+// made of the pixels whose centre lies inside aoi, so along a slanted edge
+// of aoi they may stick out by up to half a pixel. Scenes outside
 // the date range, without overlap, on another grid than the first usable
 // scene, or with too few clear pixels are skipped (Result.Skipped). It fails
 // with ErrEmptyAOI, ErrTooLarge or ErrNoImagery (errors.Is).

@@ -344,3 +344,45 @@ func TestDetectDropsThinStrips(t *testing.T) {
 		})
 	}
 }
+
+func TestDetectClipsToAOI(t *testing.T) {
+	g := utmGrid(40, 30)
+	scenes := blocks(g, 20, 15, 12, 5)
+	// A triangle over the grid: fields hold the pixels whose centre lies
+	// inside, so they follow its edge within half a pixel diagonal.
+	b := g.Bound()
+	tri := orb.Ring{{b.Min[0] + 1, b.Min[1] + 1}, {b.Max[0] - 1, b.Min[1] + 1}, {b.Max[0] - 1, b.Max[1] - 1}, {b.Min[0] + 1, b.Min[1] + 1}}
+	tr, err := crs.New(g.EPSG, 4326)
+	require.NoError(t, err)
+	aoi, err := geo.Transform(orb.MultiPolygon{{tri}}, tr)
+	require.NoError(t, err)
+	res, err := boundary.Detect(context.Background(), scenes, aoi, boundary.Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Fields)
+	total := 0.0
+	for _, f := range res.Fields {
+		in, err := geo.Contains(aoi, orb.MultiPolygon{f.Polygon}, 1e-4) // degrees: 7 to 11 m
+		require.NoError(t, err)
+		assert.True(t, in, "field inside the triangle")
+		total += f.AreaHa
+	}
+	assert.Less(t, total, 1.02*geo.GeodesicArea(aoi)/1e4)
+	assert.Greater(t, total, 0.5*geo.GeodesicArea(aoi)/1e4)
+}
+
+func TestDetectSkipsOtherGridAndHonoursCancel(t *testing.T) {
+	g := utmGrid(40, 30)
+	scenes := blocks(g, 20, 15, 6, 5)
+	// The same place on a grid offset by half a pixel: another grid.
+	odd := *scenes[2].(*fakeScene)
+	odd.id, odd.grid = "ODD", geo.Grid{EPSG: 32631, X0: g.X0 - 5, Y0: g.Y0 + 5, DX: 10, DY: 10, Cols: 41, Rows: 31}
+	res, err := boundary.Detect(context.Background(), append(scenes, &odd), gridAOI(t, g), boundary.Options{})
+	require.NoError(t, err)
+	assert.Contains(t, res.Skipped, "ODD: other grid")
+	assert.Len(t, res.Dates, 6)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = boundary.Detect(ctx, scenes, gridAOI(t, g), boundary.Options{})
+	require.ErrorIs(t, err, context.Canceled)
+}

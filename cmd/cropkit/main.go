@@ -31,6 +31,8 @@ func commands() map[string]command {
 		"zones":  runZones,
 		"user":   runUser,
 		"token":  runToken,
+
+		"boundaries": runBoundaries,
 	}
 }
 

@@ -1,0 +1,338 @@
+package boundary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/imagery"
+)
+
+// Scene is one acquisition Detect reads. *imagery.Scene satisfies it, so
+// scenes may come from local folders, STAC items or any catalogue that
+// opens them.
+type Scene interface {
+	ID() string
+	Date() time.Time
+	// Grid is the scene's reference grid (its CRS sets the working CRS).
+	Grid() geo.Grid
+	// ReadField reads bands and mask under a lon/lat (multi)polygon; only
+	// the tiles under its window are read.
+	ReadField(ctx context.Context, field orb.MultiPolygon, bands []string) (*imagery.FieldRaster, error)
+}
+
+// Defaults of Options (used where a field is 0).
+const (
+	DefaultMinAreaHa        = 0.2
+	DefaultMinClearFraction = 0.9
+	DefaultMaxPixels        = 300_000
+	DefaultMergeThreshold   = 0.06
+	DefaultTextureWeight    = 1.0
+	DefaultMinGreenNDVI     = 0.5
+	DefaultMinCoreFraction  = 0.15
+	DefaultMinSegmentPixels = 8
+	DefaultRefineIterations = 3
+	DefaultMaxShiftPixels   = 2
+	DefaultMaxDates         = 40
+)
+
+// Options tune Detect. The zero value is ready to use.
+type Options struct {
+	// Start and End bound the acquisition dates used (inclusive). When
+	// both are zero, the last growing season with imagery is used (see
+	// LastSeason); when one is zero it is open on that side.
+	Start, End time.Time
+	// MinAreaHa drops detected fields smaller than this (default 0.2 ha).
+	MinAreaHa float64
+	// MinClearFraction skips a date when fewer of the area's pixels are
+	// clear (mask and no-data); default 0.9.
+	MinClearFraction float64
+	// MaxPixels bounds the area's window in scene pixels (default 300,000:
+	// 2,500 ha at 10 m plus a margin); larger areas fail with ErrTooLarge.
+	MaxPixels int
+	// MergeThreshold stops region merging: adjacent regions merge, weakest
+	// first, while the mean edge strength along their common border is at
+	// most this. Default DefaultMergeThreshold.
+	MergeThreshold float64
+	// MinSegmentPixels: segments smaller than this are merged into the
+	// neighbour across their weakest edge before filtering (default 8);
+	// mixed pixels on field borders end up in a field this way.
+	MinSegmentPixels int
+	// TextureWeight lowers the merge cost by this times the smaller of the
+	// two regions' mean inner edge strength, so textured fields hold
+	// together (default 1; negative: border strength alone).
+	TextureWeight float64
+	// MaxDates bounds the clear dates used, evenly spread over the season
+	// (default 40): memory is about 4 bytes per pixel and date.
+	MaxDates int
+	// MaxShiftPixels bounds the whole-pixel shift each date may take to
+	// align with the others (default 2; negative: no co-registration).
+	MaxShiftPixels int
+	// RefineIterations: times border pixels move to the adjacent region
+	// with the closest NDVI profile (default 3; negative: none).
+	RefineIterations int
+	// MinGreenNDVI drops regions whose mean (over pixels) of the highest
+	// clear NDVI of the season stays below it: surfaces never green
+	// (default 0.5).
+	MinGreenNDVI float64
+	// MinCoreFraction drops thin regions: those whose share of pixels with
+	// all four neighbours in the region is below it (default 0.15; a strip
+	// two pixels wide has none).
+	MinCoreFraction float64
+	// SimplifyTolerance smooths the pixel staircases of the polygons with
+	// this tolerance in metres, without gaps between neighbours
+	// (geo.PolygonizeSimplified); 0 keeps pixel edges.
+	SimplifyTolerance float64
+}
+
+func (o Options) withDefaults() Options {
+	if o.MinAreaHa == 0 {
+		o.MinAreaHa = DefaultMinAreaHa
+	}
+	if o.MinClearFraction == 0 {
+		o.MinClearFraction = DefaultMinClearFraction
+	}
+	if o.MaxPixels == 0 {
+		o.MaxPixels = DefaultMaxPixels
+	}
+	if o.MergeThreshold == 0 {
+		o.MergeThreshold = DefaultMergeThreshold
+	}
+	if o.MinSegmentPixels == 0 {
+		o.MinSegmentPixels = DefaultMinSegmentPixels
+	}
+	if o.TextureWeight == 0 {
+		o.TextureWeight = DefaultTextureWeight
+	}
+	if o.TextureWeight < 0 {
+		o.TextureWeight = 0
+	}
+	if o.MaxDates <= 0 {
+		o.MaxDates = DefaultMaxDates
+	}
+	if o.MaxShiftPixels == 0 {
+		o.MaxShiftPixels = DefaultMaxShiftPixels
+	}
+	if o.RefineIterations == 0 {
+		o.RefineIterations = DefaultRefineIterations
+	}
+	if o.MinGreenNDVI == 0 {
+		o.MinGreenNDVI = DefaultMinGreenNDVI
+	}
+	if o.MinCoreFraction == 0 {
+		o.MinCoreFraction = DefaultMinCoreFraction
+	}
+	return o
+}
+
+// Field is one detected field.
+type Field struct {
+	// Polygon is the field in EPSG:4326 (RFC 7946 winding).
+	Polygon orb.Polygon
+	// AreaHa is the geodesic area of Polygon in hectares.
+	AreaHa float64
+	// Confidence in [0, 1] is the contrast between the edge strength along
+	// the field's border and inside it: (border − inside) / (border +
+	// inside), clamped; 0 when the border is no stronger than the inside.
+	Confidence float64
+	// Pixels is the number of scene pixels of the field.
+	Pixels int
+}
+
+// Result is what Detect found.
+type Result struct {
+	Fields []Field
+	// Dates are the acquisition dates used, in order.
+	Dates []time.Time
+	// Skipped names each scene in the date range that was not used, with why.
+	Skipped []string
+	// Grid is the area's window of the scenes' grid, in the scene CRS.
+	Grid geo.Grid
+}
+
+// bands read per date: the 10 m bands (the 20 m ones would blur edges).
+var readBands = []string{"B04", "B08"}
+
+// LastSeason returns the last growing season (1 March to 31 October, UTC)
+// holding at least one of dates, and false when none falls in a season.
+func LastSeason(dates []time.Time) (start, end time.Time, ok bool) {
+	year := 0
+	for _, d := range dates {
+		d = d.UTC()
+		if m := d.Month(); m >= time.March && m <= time.October && d.Year() > year {
+			year = d.Year()
+		}
+	}
+	if year == 0 {
+		return time.Time{}, time.Time{}, false
+	}
+	return time.Date(year, time.March, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(year, time.October, 31, 23, 59, 59, 0, time.UTC), true
+}
+
+// Detect finds field polygons in aoi (EPSG:4326) from scenes. Fields are
+// made of the pixels whose centre lies inside aoi, so along a slanted edge
+// of aoi they may stick out by up to half a pixel. Scenes outside
+// the date range, without overlap, on another grid than the first usable
+// scene, or with too few clear pixels are skipped (Result.Skipped). It fails
+// with ErrEmptyAOI, ErrTooLarge or ErrNoImagery (errors.Is).
+func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Options) (*Result, error) {
+	o := opts.withDefaults()
+	if len(aoi) == 0 {
+		return nil, ErrEmptyAOI
+	}
+	start, end := o.Start, o.End
+	if start.IsZero() && end.IsZero() {
+		dates := make([]time.Time, len(scenes))
+		for i, s := range scenes {
+			dates[i] = s.Date()
+		}
+		var ok bool
+		if start, end, ok = LastSeason(dates); !ok {
+			return nil, fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery)
+		}
+	}
+	order := make([]Scene, 0, len(scenes))
+	for _, s := range scenes {
+		d := s.Date()
+		if (!start.IsZero() && d.Before(start)) || (!end.IsZero() && d.After(end)) {
+			continue
+		}
+		order = append(order, s)
+	}
+	slices.SortStableFunc(order, func(a, b Scene) int { return a.Date().Compare(b.Date()) })
+
+	res := &Result{}
+	// Pass 1: the mask alone (no band is read) picks the clear dates and
+	// the grid.
+	var picks []Scene
+	var ref *imagery.FieldRaster
+	for _, s := range order {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if ref == nil {
+			if err := checkSize(s, aoi, o.MaxPixels); err != nil {
+				return nil, err
+			}
+		}
+		fr, err := s.ReadField(ctx, aoi, nil)
+		switch {
+		case errors.Is(err, imagery.ErrNoOverlap):
+			res.Skipped = append(res.Skipped, s.ID()+": no overlap")
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+		}
+		if ref == nil {
+			ref = fr
+		} else if fr.Grid != ref.Grid {
+			res.Skipped = append(res.Skipped, s.ID()+": other grid")
+			continue
+		}
+		n := 0
+		for i, in := range fr.InField {
+			if in && fr.Clear[i] {
+				n++
+			}
+		}
+		frac := float64(n) / float64(max(fr.FieldPixels, 1))
+		if frac < o.MinClearFraction {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %.0f%% clear", s.ID(), 100*frac))
+			continue
+		}
+		picks = append(picks, s)
+	}
+	if ref == nil {
+		return nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
+			start.Format(time.DateOnly), end.Format(time.DateOnly))
+	}
+	if len(picks) == 0 {
+		return nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
+			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
+	}
+	// More clear dates than MaxDates: keep MaxDates spread evenly in time.
+	if len(picks) > o.MaxDates {
+		kept := make([]Scene, 0, o.MaxDates)
+		for k := range o.MaxDates {
+			kept = append(kept, picks[k*(len(picks)-1)/max(o.MaxDates-1, 1)])
+		}
+		for _, s := range picks {
+			if !slices.Contains(kept, s) {
+				res.Skipped = append(res.Skipped, s.ID()+": over MaxDates")
+			}
+		}
+		picks = kept
+	}
+	// Pass 2: the NDVI of the clear dates.
+	acc := newProfiles(ref)
+	valid := make([]bool, len(ref.InField))
+	for _, s := range picks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fr, err := s.ReadField(ctx, aoi, readBands)
+		if err != nil {
+			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+		}
+		if fr.Grid != ref.Grid {
+			return nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
+		}
+		for i := range valid {
+			valid[i] = ref.InField[i] && fr.Clear[i]
+			for _, b := range readBands {
+				valid[i] = valid[i] && finite(fr.Bands[b][i])
+			}
+			valid[i] = valid[i] && fr.Bands["B04"][i]+fr.Bands["B08"][i] > 0
+		}
+		acc.add(fr, valid)
+		res.Dates = append(res.Dates, s.Date())
+	}
+	res.Grid = ref.Grid
+	acc.coregister(o.MaxShiftPixels)
+	g := newRegions(acc, o.TextureWeight)
+	g.mergeBelow(o.MergeThreshold)
+	g.absorbSmall(int32(o.MinSegmentPixels))
+	labels := g.labels()
+	refine(acc, labels, o.RefineIterations)
+	cols, rows := ref.Grid.Cols, ref.Grid.Rows
+	components(labels, cols, rows)
+	if err := geo.Sieve(labels, cols, rows, o.MinSegmentPixels, -1); err != nil {
+		return nil, fmt.Errorf("sieve regions: %w", err)
+	}
+	n := components(labels, cols, rows)
+	fields, err := fields(acc, labels, n, g.edges, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Fields = fields
+	return res, nil
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// checkSize fails with ErrTooLarge when aoi's window on s holds more than max pixels.
+func checkSize(s Scene, aoi orb.MultiPolygon, max int) error {
+	g := s.Grid()
+	t, err := crs.New(4326, g.EPSG)
+	if err != nil {
+		return fmt.Errorf("project area to EPSG:%d: %w", g.EPSG, err)
+	}
+	mp, err := geo.Transform(aoi, t)
+	if err != nil {
+		return fmt.Errorf("project area to EPSG:%d: %w", g.EPSG, err)
+	}
+	b := mp.Bound()
+	cols, rows := math.Ceil((b.Max[0]-b.Min[0])/g.DX)+1, math.Ceil((b.Max[1]-b.Min[1])/g.DY)+1
+	if n := cols * rows; n > float64(max) {
+		return fmt.Errorf("%w: %.0f pixels at %g m, at most %d", ErrTooLarge, n, g.DX, max)
+	}
+	return nil
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,6 +184,14 @@ type fileEntry struct {
 type filesListResponse struct {
 	FieldName string                 `json:"field_name"`
 	Indices   map[string][]fileEntry `json:"indices"`
+	// Uploads are the field's uploaded shapefiles and rasters (/files/upload).
+	Uploads []uploadEntry `json:"uploads"`
+}
+
+type uploadEntry struct {
+	Filename   string `json:"filename"`
+	Kind       string `json:"kind"`
+	UploadedAt string `json:"uploaded_at"`
 }
 
 // dateRange reads start_date and end_date.
@@ -228,6 +238,18 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 			continue
 		}
 		out.Indices[name] = []fileEntry{}
+	}
+	ups, err := s.core.Uploads(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out.Uploads = make([]uploadEntry, 0, len(ups))
+	for _, u := range ups {
+		kind := "shapefile"
+		if slices.Contains(rasterExts, strings.ToLower(path.Ext(u.Name))) {
+			kind = "raster"
+		}
+		out.Uploads = append(out.Uploads, uploadEntry{Filename: u.Name, Kind: kind, UploadedAt: u.Uploaded.UTC().Format(time.RFC3339)})
 	}
 	for _, p := range products {
 		if _, ok := out.Indices[p.Index]; !ok {

@@ -623,7 +623,7 @@ func TestVariableRateZonesCustomLayer(t *testing.T) {
 	// Deleting the field deletes its uploads.
 	r = do(t, env.Handler, "POST", "/fields/delete?field_name=block", tok, nil)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
-	_, err = os.Stat(filepath.Join(env.Dir, "products", "1", "uploads"))
+	_, err = os.Stat(filepath.Join(env.Dir, "uploads", "1"))
 	assert.True(t, os.IsNotExist(err), "uploads removed with the field")
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -41,6 +42,10 @@ type IngestOptions struct {
 	Fields []int64
 	// Progress, when set, is called after each field with the counts so far.
 	Progress func(done, total int)
+	// Source is where the scene can be read again (IngestScene records it,
+	// unless empty; Ingest sets it to its src). A temporary upload is not a
+	// source.
+	Source string
 }
 
 // IngestResult summarises the ingestion of one scene (the wire type).
@@ -82,7 +87,15 @@ func (a *Archive) Ingest(ctx context.Context, src string, opts IngestOptions) (I
 		return IngestResult{}, Invalid("ingest: %v", err)
 	}
 	defer scene.Close()
+	if opts.Source == "" && !isTempUpload(src, a.tempDir) {
+		opts.Source = src
+	}
 	return a.IngestScene(ctx, scene, opts)
+}
+
+func isTempUpload(src, tempDir string) bool {
+	rel, err := filepath.Rel(tempDir, src)
+	return err == nil && !strings.HasPrefix(rel, "..")
 }
 
 // IngestScene computes and stores the products of every registered field
@@ -107,6 +120,12 @@ func (a *Archive) IngestScene(ctx context.Context, scene *imagery.Scene, opts In
 		fields = slices.DeleteFunc(fields, func(f Field) bool { return !slices.Contains(opts.Fields, f.ID) })
 	}
 	res.Fields = len(fields)
+	if opts.Source != "" {
+		err := a.store.RecordScene(ctx, SceneRecord{ID: scene.ID(), Source: opts.Source, Date: res.Date, Bound: footprint})
+		if err != nil {
+			return res, err
+		}
+	}
 	sceneBands := scene.Bands()
 	a.log.InfoContext(ctx, "ingest scene", "scene", res.Scene, "date", res.Date, "fields", len(fields))
 

@@ -206,6 +206,16 @@ var migrations = []string{
 	ALTER TABLE products ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 	UPDATE products SET bundle = 'products/' || field_id || '/' || date || '.zip' WHERE usable = 1;
 	ALTER TABLE tokens ADD COLUMN expires_at TEXT;`,
+	// Version 4: where each ingested scene came from, so later operations
+	// (field boundary detection, backfills of new fields) can read it again.
+	`CREATE TABLE scene_sources (
+		scene_id    TEXT PRIMARY KEY,
+		source      TEXT NOT NULL,
+		date        TEXT NOT NULL,
+		min_lon REAL NOT NULL, min_lat REAL NOT NULL, max_lon REAL NOT NULL, max_lat REAL NOT NULL,
+		ingested_at TEXT NOT NULL
+	);
+	CREATE INDEX scene_sources_date ON scene_sources (date);`,
 }
 
 func (s *sqliteStore) migrate(ctx context.Context) error {
@@ -954,3 +964,43 @@ func (s *sqliteStore) Bundles(ctx context.Context) (map[string]bool, error) {
 }
 
 var _ webhook.Store = (*sqlstore.Store)(nil)
+
+func (s *sqliteStore) RecordScene(ctx context.Context, r SceneRecord) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO scene_sources (scene_id, source, date, min_lon, min_lat, max_lon, max_lat, ingested_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scene_id) DO UPDATE SET source = excluded.source, date = excluded.date,
+		min_lon = excluded.min_lon, min_lat = excluded.min_lat, max_lon = excluded.max_lon, max_lat = excluded.max_lat,
+		ingested_at = excluded.ingested_at`,
+		r.ID, r.Source, r.Date, r.Bound.Min[0], r.Bound.Min[1], r.Bound.Max[0], r.Bound.Max[1], now())
+	if err != nil {
+		return dbError("record scene "+r.ID, err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) ScenesIntersecting(ctx context.Context, b orb.Bound, from, to string) ([]SceneRecord, error) {
+	q := `SELECT scene_id, source, date, min_lon, min_lat, max_lon, max_lat FROM scene_sources
+		WHERE max_lon >= ? AND min_lon <= ? AND max_lat >= ? AND min_lat <= ?`
+	args := []any{b.Min[0], b.Max[0], b.Min[1], b.Max[1]}
+	if from != "" {
+		q += ` AND date >= ?`
+		args = append(args, from)
+	}
+	if to != "" {
+		q += ` AND date <= ?`
+		args = append(args, to)
+	}
+	rows, err := s.rdb.QueryContext(ctx, q+` ORDER BY date, scene_id`, args...)
+	if err != nil {
+		return nil, dbError("scenes", err)
+	}
+	defer rows.Close()
+	var out []SceneRecord
+	for rows.Next() {
+		var r SceneRecord
+		if err := rows.Scan(&r.ID, &r.Source, &r.Date, &r.Bound.Min[0], &r.Bound.Min[1], &r.Bound.Max[0], &r.Bound.Max[1]); err != nil {
+			return nil, dbError("scenes", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

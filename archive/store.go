@@ -68,6 +68,20 @@ type Store interface {
 	// Webhooks is the outbox and registrations on the same database, so
 	// notifications commit with the products they announce.
 	Webhooks() Outbox
+
+	// RecordScene remembers where an ingested scene came from.
+	RecordScene(ctx context.Context, r SceneRecord) error
+	// ScenesIntersecting lists the recorded scenes whose lon/lat box meets b,
+	// dated from..to (inclusive, "" = open), by date.
+	ScenesIntersecting(ctx context.Context, b orb.Bound, from, to string) ([]SceneRecord, error)
+}
+
+// SceneRecord is where an ingested scene came from.
+type SceneRecord struct {
+	ID     string
+	Source string // a scene folder, a STAC item path or URL
+	Date   string // YYYY-MM-DD
+	Bound  orb.Bound
 }
 
 // Outbox is the webhook registrations and the durable outbox the dispatcher delivers.

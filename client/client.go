@@ -584,3 +584,56 @@ func (c *Client) HistoryCSV(ctx context.Context, h HistoryRequest) (File, error)
 	return c.file(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
 		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "format", "csv")})
 }
+
+// BoundaryRequest asks the fields in an area of interest.
+type BoundaryRequest struct {
+	Geometry           any    // GeoJSON Polygon/MultiPolygon/Feature (EPSG:4326), at most 2,500 ha
+	StartDate, EndDate string // YYYY-MM-DD; "" = the last growing season with imagery
+	Register           bool
+	NamePrefix         string
+	MinAreaHa          float64
+}
+
+// DetectedFields are the fields detected in an area (a GeoJSON FeatureCollection).
+type DetectedFields struct {
+	Type     string `json:"type"`
+	Features []struct {
+		Type     string `json:"type"`
+		ID       int    `json:"id"`
+		Geometry struct {
+			Type        string         `json:"type"`
+			Coordinates [][][2]float64 `json:"coordinates"`
+		} `json:"geometry"`
+		Properties struct {
+			AreaHa     float64 `json:"area_ha"`
+			Confidence float64 `json:"confidence"`
+			FieldName  string  `json:"field_name"`
+		} `json:"properties"`
+	} `json:"features"`
+	Dates      []string `json:"dates"`
+	Registered []string `json:"registered"`
+}
+
+// DetectBoundaries detects the fields in an area of interest
+// (POST /fields/boundaries/detect), registering them when asked.
+func (c *Client) DetectBoundaries(ctx context.Context, b BoundaryRequest) (DetectedFields, error) {
+	body := map[string]any{"geometry": b.Geometry, "register": b.Register}
+	if b.StartDate != "" {
+		body["start_date"] = b.StartDate
+	}
+	if b.EndDate != "" {
+		body["end_date"] = b.EndDate
+	}
+	if b.NamePrefix != "" {
+		body["name_prefix"] = b.NamePrefix
+	}
+	if b.MinAreaHa > 0 {
+		body["min_area_ha"] = b.MinAreaHa
+	}
+	r, err := jsonBody("/fields/boundaries/detect", body)
+	if err != nil {
+		return DetectedFields{}, err
+	}
+	var out DetectedFields
+	return out, c.call(ctx, r, &out)
+}

@@ -252,3 +252,27 @@ func roundTo(v float64, decimals int) float64 {
 	p := math.Pow(10, float64(decimals))
 	return math.Round(v*p) / p
 }
+
+// boolean returns a parameter given as JSON true/false or the strings
+// true/false/1/0 (forms and query strings).
+func (p params) boolean(name string) (bool, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return false, false, nil
+	}
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return b, true, nil
+	}
+	s, _, err := p.str(name)
+	if err != nil {
+		return false, false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1":
+		return true, true, nil
+	case "false", "0", "":
+		return false, true, nil
+	}
+	return false, false, badRequest("parameter %s must be true or false, got %q", name, s)
+}

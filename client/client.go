@@ -637,3 +637,57 @@ func (c *Client) DetectBoundaries(ctx context.Context, b BoundaryRequest) (Detec
 	var out DetectedFields
 	return out, c.call(ctx, r, &out)
 }
+
+// Token describes one of the caller's tokens (never its secret).
+type Token struct {
+	ID        int64   `json:"id"`
+	CreatedAt string  `json:"created_at"`
+	ExpiresAt *string `json:"expires_at"`
+	// Current marks the token this client sent.
+	Current bool `json:"current"`
+}
+
+// Tokens lists the caller's tokens (GET /tokens/list).
+func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
+	var out struct {
+		Tokens []Token `json:"tokens"`
+	}
+	return out.Tokens, c.call(ctx, request{path: "/tokens/list"}, &out)
+}
+
+// RevokeToken revokes one of the caller's tokens: id 0 the one this client
+// sends, all every one (POST /tokens/revoke). It returns how many.
+func (c *Client) RevokeToken(ctx context.Context, id int64, all bool) (int, error) {
+	q := url.Values{}
+	if id > 0 {
+		q.Set("id", fmt.Sprint(id))
+	}
+	if all {
+		q.Set("all", "true")
+	}
+	var out struct {
+		Revoked int `json:"revoked"`
+	}
+	return out.Revoked, c.call(ctx, request{path: "/tokens/revoke", query: q}, &out)
+}
+
+// RefreshToken issues a new token, revokes the one this client sent and
+// makes the client use the new one (POST /user/refresh_token); do not call
+// it concurrently with other calls of the same Client.
+func (c *Client) RefreshToken(ctx context.Context) (LoginResult, error) {
+	var out LoginResult
+	if err := c.call(ctx, request{path: "/user/refresh_token"}, &out); err != nil {
+		return out, err
+	}
+	c.token = out.Token
+	return out, nil
+}
+
+// FieldNameAvailable reports whether the caller has no field of that name
+// (GET /fields/check/{field_name}).
+func (c *Client) FieldNameAvailable(ctx context.Context, name string) (bool, error) {
+	var out struct {
+		Available bool `json:"available"`
+	}
+	return out.Available, c.call(ctx, request{path: "/fields/check/" + url.PathEscape(name)}, &out)
+}

@@ -271,3 +271,47 @@ func ExampleClient_DownloadReport() {
 	}
 	_ = rep.Mean // and rep.Date: the date served (the closest usable one)
 }
+
+func TestClientTokensHistoryAndNames(t *testing.T) {
+	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
+	_, ann, env, _ := setup(t)
+	ctx := context.Background()
+	free, err := ann.FieldNameAvailable(ctx, "wheat2")
+	require.NoError(t, err)
+	assert.True(t, free)
+	_, err = ann.RegisterField(ctx, client.FieldRequest{FieldName: "wheat2", Geometry: fieldGeometry(t, "UES-03"), Indices: []string{"ndvi"}})
+	require.NoError(t, err)
+	free, err = ann.FieldNameAvailable(ctx, "wheat2")
+	require.NoError(t, err)
+	assert.False(t, free)
+	for _, d := range []string{"2019-05-16", "2019-06-20"} {
+		_, err := env.Archive.Ingest(ctx, filepath.Join(sceneRoot, d), archive.IngestOptions{})
+		require.NoError(t, err)
+	}
+	hist, err := ann.History(ctx, client.HistoryRequest{FieldName: "wheat2"})
+	require.NoError(t, err)
+	require.Len(t, hist["ndvi"], 2)
+	assert.Nil(t, hist["ndvi"][0].PreviousDate)
+	assert.Equal(t, "2019-05-16", *hist["ndvi"][1].PreviousDate)
+	csvFile, err := ann.HistoryCSV(ctx, client.HistoryRequest{FieldName: "wheat2", StartDate: "2019-06-01"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(csvFile.Data), "\n"), "header and one row")
+
+	toks, err := ann.Tokens(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, toks)
+	old := toks[len(toks)-1]
+	_, err = ann.RefreshToken(ctx)
+	require.NoError(t, err)
+	toks, err = ann.Tokens(ctx)
+	require.NoError(t, err)
+	for _, tk := range toks {
+		assert.NotEqual(t, old.ID, tk.ID, "the refreshed token is revoked")
+	}
+	n, err := ann.RevokeToken(ctx, 0, true)
+	require.NoError(t, err)
+	assert.Equal(t, len(toks), n)
+	_, err = ann.Tokens(ctx)
+	assert.ErrorIs(t, err, client.ErrUnauthorized)
+	assert.ErrorIs(t, err, client.ErrForbidden)
+}

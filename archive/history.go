@@ -3,26 +3,12 @@ package archive
 import (
 	"context"
 	"slices"
+
+	"github.com/cropkit/cropkit/api"
 )
 
-// HistoryRow is one usable image of a field and index: the §2.5 statistics,
-// cloud cover and mean_variation against the usable image before it.
-type HistoryRow struct {
-	Date          string  `json:"date"`
-	Mean          float64 `json:"mean"`
-	Median        float64 `json:"median"`
-	Std           float64 `json:"std"`
-	Min           float64 `json:"min"`
-	Max           float64 `json:"max"`
-	P25           float64 `json:"p25"`
-	P75           float64 `json:"p75"`
-	Num           int     `json:"num"`
-	FieldPixels   int     `json:"field_pixels"`
-	CloudCover    float64 `json:"cloud_cover"`
-	MeanVariation float64 `json:"mean_variation"`
-	PreviousDate  *string `json:"previous_date"`
-	Scene         string  `json:"scene"`
-}
+// HistoryRow is one usable image of a field and index (the wire type).
+type HistoryRow = api.HistoryRow
 
 // History is a field's index statistics through time, from the stored
 // products only (no file is read): per index, one row per usable date

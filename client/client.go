@@ -545,22 +545,7 @@ func (c *Client) UploadScene(ctx context.Context, date string, bands map[string]
 }
 
 // HistoryRow is one usable date of a field's index history.
-type HistoryRow struct {
-	Date          string  `json:"date"`
-	Mean          float64 `json:"mean"`
-	Median        float64 `json:"median"`
-	Std           float64 `json:"std"`
-	Min           float64 `json:"min"`
-	Max           float64 `json:"max"`
-	P25           float64 `json:"p25"`
-	P75           float64 `json:"p75"`
-	Num           int     `json:"num"`
-	FieldPixels   int     `json:"field_pixels"`
-	CloudCover    float64 `json:"cloud_cover"`
-	MeanVariation float64 `json:"mean_variation"`
-	PreviousDate  *string `json:"previous_date"`
-	Scene         string  `json:"scene"`
-}
+type HistoryRow = api.HistoryRow
 
 // HistoryRequest asks a field's index statistics through time.
 type HistoryRequest struct {

@@ -49,7 +49,7 @@ func TestDetectBoundariesEndpoint(t *testing.T) {
 	assert.GreaterOrEqual(t, d.Header.Get("X-Image-Date"), "2019-03-01", "history ingested for the new field")
 
 	for name, body := range map[string]map[string]any{
-		"too large": {"geometry": polygonJSON(4.0, 50.7, 4.1, 50.8)},
+		"too large":  {"geometry": polygonJSON(4.0, 50.7, 4.1, 50.8)},
 		"no imagery": {"geometry": polygonJSON(5.0, 51.0, 5.005, 51.005)},
 		"bad date":   {"geometry": aoi, "start_date": "June"},
 	} {

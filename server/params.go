@@ -161,26 +161,11 @@ func (p params) date(name string) (string, bool, error) {
 // list returns a list parameter given as a JSON array of strings or a
 // comma-separated string; names are trimmed and lower-cased, empties dropped.
 func (p params) list(name string) ([]string, bool, error) {
-	v, ok := p[name]
-	if !ok || isNull(v) {
-		return nil, false, nil
+	items, ok, err := p.rawList(name)
+	for i, it := range items {
+		items[i] = strings.ToLower(it)
 	}
-	var items []string
-	if err := json.Unmarshal(v, &items); err != nil {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, false, badRequest("parameter %s must be a list of names or a comma-separated string", name)
-		}
-		items = strings.Split(s, ",")
-	}
-	out := []string{}
-	for _, it := range items {
-		it = strings.ToLower(strings.TrimSpace(it))
-		if it != "" {
-			out = append(out, it)
-		}
-	}
-	return out, true, nil
+	return items, ok, err
 }
 
 // object returns a JSON parameter given inline or as a string holding JSON

@@ -44,19 +44,7 @@ func ResampleRaster(ctx context.Context, f *geotiff.File, grid geo.Grid, maxCell
 	if err != nil {
 		return nil, fmt.Errorf("%w: reproject the raster: %w", ErrRaster, err)
 	}
-	// The grid's box in the source CRS (edges sampled: projections curve).
-	b := grid.Bound()
-	sb := orb.Bound{Min: orb.Point{math.Inf(1), math.Inf(1)}, Max: orb.Point{math.Inf(-1), math.Inf(-1)}}
-	const steps = 16
-	for i := 0; i <= steps; i++ {
-		fr := float64(i) / steps
-		x := b.Min[0] + fr*(b.Max[0]-b.Min[0])
-		y := b.Min[1] + fr*(b.Max[1]-b.Min[1])
-		for _, p := range [4][2]float64{{x, b.Min[1]}, {x, b.Max[1]}, {b.Min[0], y}, {b.Max[0], y}} {
-			sx, sy := toSrc.Transform(p[0], p[1])
-			sb = sb.Extend(orb.Point{sx, sy})
-		}
-	}
+	sb := geo.TransformBound(grid.Bound(), toSrc)
 	w := src.WindowFor(sb.Pad(math.Max(src.DX, src.DY)))
 	if w.Empty() {
 		return nil, fmt.Errorf("%w: the raster does not cover the field", ErrRaster)

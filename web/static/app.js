@@ -87,10 +87,12 @@ async function api(path, params = {}, init = {}) {
   } catch {
     // Not the API's JSON error shape: keep the status line.
   }
+  const err = new ApiError(resp.status, code, message);
   if (resp.status === 401 && path !== "/login") {
     signOut(`Your session is not valid any more (${message}); sign in again.`);
+    err.reported = true;
   }
-  throw new ApiError(resp.status, code, message);
+  throw err;
 }
 
 async function apiJSON(path, params) {
@@ -122,7 +124,7 @@ function clearMessages() {
 }
 
 function reportError(e, what) {
-  if (e instanceof ApiError && e.status === 401) return; // signOut said it
+  if (e && e.reported) return; // signOut said it
   showMessage(what ? `${what}: ${e.message}` : e.message);
 }
 
@@ -207,8 +209,18 @@ function setupMap() {
 
 function outlineStyle(selected) {
   return selected
-    ? { color: "#0b57d0", weight: 3, fill: false, className: "field-outline selected" }
+    ? { color: "#0b57d0", weight: 3, fill: false, className: "field-outline" }
     : { color: "#1f5f2a", weight: 2, fillOpacity: 0.08, className: "field-outline" };
+}
+
+// markOutline styles a field's outline and, since Leaflet sets className only
+// when it creates a path, toggles the "selected" class on its elements.
+function markOutline(layer, selected) {
+  layer.setStyle(outlineStyle(selected));
+  layer.eachLayer((l) => {
+    const el = l.getElement && l.getElement();
+    if (el) el.classList.toggle("selected", selected);
+  });
 }
 
 function drawOutlines() {
@@ -301,13 +313,13 @@ async function selectField(name, opts = {}) {
   const seq = ++state.seq;
   if (state.field) {
     const prev = state.outlines.get(state.field.field_name);
-    if (prev) prev.setStyle(outlineStyle(false));
+    if (prev) markOutline(prev, false);
   }
   state.field = f;
   clearZones();
   const layer = state.outlines.get(name);
   if (layer) {
-    layer.setStyle(outlineStyle(true));
+    markOutline(layer, true);
     layer.bringToFront();
     if (opts.fit !== false) map.fitBounds(layer.getBounds(), { padding: [30, 30], maxZoom: 17 });
     else map.fitBounds(layer.getBounds(), { padding: [30, 30], maxZoom: 16 });
@@ -759,13 +771,22 @@ function setup() {
   }).observe($("#app-view"));
   setPending(0);
 
-  // #token=… signs in, then leaves the address bar (and the history) at once.
-  const hash = new URLSearchParams(location.hash.slice(1));
-  let token = hash.get("token");
-  if (token) history.replaceState(null, "", location.pathname + location.search);
-  else token = sessionStorage.getItem(TOKEN_KEY);
+  // A link with #token=… opened in this tab later signs in with it too.
+  window.addEventListener("hashchange", () => {
+    const t = hashToken();
+    if (t) signIn(t).catch((e) => reportError(e, "Loading the fields"));
+  });
+  const token = hashToken() || sessionStorage.getItem(TOKEN_KEY);
   if (token) signIn(token).catch((e) => reportError(e, "Loading the fields"));
   else showSignIn();
+}
+
+// hashToken takes the token of a #token=… address and removes it from the
+// address bar and the history at once.
+function hashToken() {
+  const t = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (t) history.replaceState(null, "", location.pathname + location.search);
+  return t;
 }
 
 try {

@@ -122,21 +122,24 @@ func tail(s string, n int) string {
 	return s
 }
 
+// findChromium returns the browser's path; it skips the test when there is
+// none, or fails it under CI=true.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return testenv.RequireTool(t, "chromium")
+}
+
 // newBrowser starts headless Chromium for one test: no sandbox (CI runs as
 // root), no background traffic, a fresh profile. It skips outside CI when
 // Chromium is not installed.
 func newBrowser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
-	chromium := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		chromium = testenv.RequireTool(t, "chromium") // skips, or fails under CI=true
-	}
+	chromium := findChromium(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.Headless,
@@ -612,7 +615,8 @@ func luminance(t *testing.T, css string) float64 {
 	return l
 }
 
-// The demo server answers GET / with the viewer (the route in server.go).
+// The demo server answers GET / with the viewer (the route in server.go),
+// and the page works in a browser that only dumps the DOM.
 func TestDemoServesViewer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary: -short")
@@ -626,4 +630,23 @@ func TestDemoServesViewer(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
 	assert.Contains(t, string(b), `<div id="map"`)
+
+	// The issue's acceptance, as written: `chromium --headless --dump-dom` of
+	// /#token=… shows, once the scripts ran, the 16 field names and a Leaflet
+	// map with an image overlay of a /download PNG.
+	chromium := findChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=20000",
+		"--dump-dom", srv.base+"/#token="+srv.token).Output()
+	require.NoError(t, err, "chromium --dump-dom")
+	page := string(dom)
+	for i := 1; i <= 16; i++ {
+		assert.Contains(t, page, fmt.Sprintf(`<span class="name">UES-%02d</span>`, i))
+	}
+	assert.Regexp(t, `<div id="map" class="map leaflet-container`, page)
+	assert.Regexp(t, `<img class="leaflet-image-layer[^"]*index-overlay" src="blob:[^"]+" alt="NDVI of UES-01 on 2019-08-24" data-src="/download/ndvi/image\?field_name=UES-01&amp;date=2019-08-24"`, page)
+	assert.NotContains(t, page, srv.token, "the token is not in the DOM")
 }

@@ -472,8 +472,6 @@ function renderStats(json, index) {
 function renderLegend(index) {
   const box = $("#legend");
   const c = state.colormaps.get(index);
-  const formula = $("#index-formula");
-  formula.textContent = "";
   if (!c) {
     box.innerHTML = "";
     const p = document.createElement("p");

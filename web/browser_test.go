@@ -262,6 +262,14 @@ func watchNetwork(t *testing.T, ctx context.Context) *netStats {
 	return n
 }
 
+func (n *netStats) reset() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.urls)
+	clear(n.bytes)
+	clear(n.finished)
+}
+
 func (n *netStats) snapshot() (urls []string, bytes int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -335,6 +343,17 @@ func TestBrowserDemo(t *testing.T) {
 		})()`)
 		assert.True(t, inside, "the field's outline lies inside its image")
 		shoot(ctx, t, shots, "viewer-1280x800.png")
+	})
+
+	step("a second visit revalidates or reuses the assets", func(t *testing.T) {
+		_, first := net.snapshot()
+		net.reset()
+		// A new navigation (not a reload): the token comes from sessionStorage.
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.base+"/")))
+		waitJS(ctx, t, "page again", idle+` && document.querySelectorAll("#fields-list button").length === 16 && `+overlaySrc+` !== ""`)
+		urls, bytes := net.snapshot()
+		t.Logf("second visit: %d requests, %d bytes on the wire (first: %d)", len(urls), bytes, first)
+		assert.Less(t, bytes, first/2, "vendored libraries come from the cache")
 	})
 
 	step("search filters the list", func(t *testing.T) {
@@ -430,6 +449,25 @@ func TestBrowserDemo(t *testing.T) {
 		assert.Len(t, doses, 4, "4 distinct doses")
 		assert.Contains(t, evalString(ctx, t, `document.querySelector("#zones-result caption").textContent`), "on NDWI of 2019-06-20")
 		shoot(ctx, t, shots, "viewer-zones-1280x800.png")
+	})
+
+	step("seeding zones", func(t *testing.T) {
+		require.NoError(t, chromedp.Do(ctx, setValue("#zones-type", "seeding"), setValue("#zones-n", "3"),
+			chromedp.Click(chromedp.CSS("#zones-draw"))))
+		waitJS(ctx, t, "seeding zones", idle+` && (() => { const l = [...document.querySelectorAll(".leaflet-tooltip.zone-label")]; return l.length > 0 && l.every(e => e.textContent.endsWith("seeds/ha")); })()`) // old labels fade out
+		assert.Equal(t, 3, evalInt(ctx, t, `document.querySelectorAll("#zones-result tbody tr").length`))
+		assert.Contains(t, evalString(ctx, t, `document.querySelector("#zones-result caption").textContent`), "3 zones, seeding on NDWI")
+		for _, l := range eval[[]string](ctx, t, `[...document.querySelectorAll(".leaflet-tooltip.zone-label")].map(e => e.textContent)`) {
+			m := regexp.MustCompile(`^([0-9,]+) seeds/ha$`).FindStringSubmatch(l)
+			require.NotNil(t, m, "label %q", l)
+			v, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+			require.NoError(t, err)
+			assert.True(t, v >= 60000 && v <= 100000, "dose %d within the default 60,000–100,000 seeds/ha", v)
+		}
+		// Back to nitrogen for the download.
+		require.NoError(t, chromedp.Do(ctx, setValue("#zones-type", "n_fertilizer"), setValue("#zones-n", "4"),
+			chromedp.Click(chromedp.CSS("#zones-draw"))))
+		waitJS(ctx, t, "nitrogen zones", idle+` && document.querySelectorAll("#zones-result tbody tr").length === 4`)
 	})
 
 	step("download a shapefile", func(t *testing.T) {

@@ -218,3 +218,23 @@ func TestVendoredLicences(t *testing.T) {
 		assert.Contains(t, string(notice), "| "+version+" |", name)
 	}
 }
+
+// Handler is built once per server (server.New); it gzips the assets then.
+func BenchmarkHandler(b *testing.B) {
+	for b.Loop() {
+		_ = web.Handler()
+	}
+}
+
+func BenchmarkServeLeafletGzip(b *testing.B) {
+	h := web.Handler()
+	req := httptest.NewRequest(http.MethodGet, "/app/vendor/leaflet-1.9.4/leaflet.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/web"
 )
 
 // Config configures a Server. Only Archive is required.
@@ -192,6 +193,10 @@ func (s *Server) routes() {
 			}
 		}
 	}
+	// The browser viewer (package web): the page at GET /, its assets under web.AssetPrefix.
+	viewer := web.Handler()
+	s.mux.Handle("GET /{$}", viewer)
+	s.mux.Handle("GET "+web.AssetPrefix, viewer)
 }
 
 // dispatch routes a request; unknown paths and wrong methods get the JSON error shape.

@@ -589,7 +589,9 @@ func TestBrowserDemo(t *testing.T) {
 	step("invalid token is a message on the sign-in page", func(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.base+"/#token=not-a-token")))
 		waitJS(ctx, t, "sign-in view with message", `document.documentElement.dataset.view === "signin" && document.querySelector("#messages .message.error") !== null`)
-		assert.Contains(t, evalString(ctx, t, `document.querySelector("#messages").innerText`), "invalid token")
+		msgs := evalString(ctx, t, `document.querySelector("#messages").innerText`)
+		assert.Contains(t, msgs, "invalid, expired or revoked token")
+		assert.Equal(t, 1, evalInt(ctx, t, `document.querySelectorAll("#messages .message").length`), "said once: %s", msgs)
 	})
 }
 

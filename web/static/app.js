@@ -88,7 +88,10 @@ async function api(path, params = {}, init = {}) {
     // Not the API's JSON error shape: keep the status line.
   }
   const err = new ApiError(resp.status, code, message);
-  if (resp.status === 401 && path !== "/login") {
+  // A missing, invalid, expired or revoked token is a 403 with code
+  // "unauthorized" (the spec lists 403, never 401); a 403 "forbidden" is an
+  // index or operation this account may not use, and stays a message.
+  if ((resp.status === 401 || (resp.status === 403 && code === "unauthorized")) && path !== "/login") {
     signOut(`Your session is not valid any more (${message}); sign in again.`);
     err.reported = true;
   }
@@ -143,10 +146,12 @@ function showSignIn() {
 }
 
 function signOut(message) {
+  // Requests in flight with the old token fail together: say it once.
+  const wasSignedIn = state.token !== "";
   sessionStorage.removeItem(TOKEN_KEY);
   state.token = "";
   showSignIn();
-  if (message) showMessage(message);
+  if (message && wasSignedIn) showMessage(message);
 }
 
 async function signIn(token, user) {

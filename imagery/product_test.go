@@ -62,7 +62,7 @@ func TestReportJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"bounds":[[50.7,4.06],[50.8,4.07]],"ndre":[[null,0.25],[0.5,0]],
 		"mean":0.25,"median":0.25,"std":0.2,"min":1e-7,"max":0.5,"p25":0.125,"p75":0.375,"num":3,
-		"mean_variation":null,"date":"2019-06-20","field_pixels":4,"cloud_cover":25}`, string(b))
+		"mean_variation":0,"previous_date":null,"date":"2019-06-20","field_pixels":4,"cloud_cover":25}`, string(b))
 
 	var back Report
 	require.NoError(t, json.Unmarshal(b, &back))

@@ -19,7 +19,7 @@ import (
 //
 //	{"bounds":[[south,west],[north,east]],"ndvi":[[null,0.81,…],…],
 //	 "mean":…,"median":…,"std":…,"min":…,"max":…,"p25":…,"p75":…,"num":…,
-//	 "mean_variation":null,"date":"2019-06-20","field_pixels":…,"cloud_cover":…}
+//	 "mean_variation":0,"previous_date":null,"date":"2019-06-20","field_pixels":…,"cloud_cover":…}
 //
 // date, field_pixels and cloud_cover go beyond the spec; statistics that are
 // not finite (no usable pixel) are written as null. Statistics keep full
@@ -34,9 +34,13 @@ type Report struct {
 	Values     []float64
 	Stats      Stats
 	// MeanVariation is the percent change of Stats.Mean versus the previous
-	// image of the same field and index; nil for the first image.
+	// image of the same field and index; nil for the first image (written
+	// as 0 with a null previous_date: the spec types it as a number).
 	MeanVariation *float64
-	Date          time.Time
+	// PreviousDate is the date of that previous image ("" when unknown or
+	// for the first image: previous_date null).
+	PreviousDate string
+	Date         time.Time
 }
 
 // NewReport builds the report of p. prevMean is the mean of the previous
@@ -119,9 +123,15 @@ func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(r.Stats.Num), 10)
 	b = append(b, `,"mean_variation":`...)
 	if r.MeanVariation == nil {
-		b = append(b, "null"...)
+		b = append(b, '0')
 	} else {
 		b = appendNumber(b, *r.MeanVariation)
+	}
+	b = append(b, `,"previous_date":`...)
+	if r.PreviousDate == "" {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendQuote(b, r.PreviousDate)
 	}
 	b = append(b, `,"date":`...)
 	if r.Date.IsZero() {
@@ -270,7 +280,13 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 			}
 			r.MeanVariation = v
 		case "previous_date":
-			// set at download time (SetReportVariation); not part of a product
+			var s *string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return fmt.Errorf("report previous_date: %w", err)
+			}
+			if s != nil {
+				r.PreviousDate = *s
+			}
 		case "date":
 			var s *string
 			if err := json.Unmarshal(raw, &s); err != nil {
@@ -322,6 +338,9 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	}
 	if r.Index == "" {
 		return fmt.Errorf("report: no index key")
+	}
+	if _, ok := m["previous_date"]; ok && r.PreviousDate == "" {
+		r.MeanVariation = nil // the first image: 0 means "no previous image"
 	}
 	return nil
 }

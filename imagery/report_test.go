@@ -87,7 +87,7 @@ func TestReportAppendJSON(t *testing.T) {
 	require.Equal(t, "prefix", string(b[:6]))
 	assert.Equal(t, `{"bounds":[[51.1,3.2],[51.2,3.3]],"ndvi":[[null,0.123457,-0.5],[1,0,null]],`+
 		`"mean":0.5,"median":0.5,"std":0.1,"min":-0.5,"max":1,"p25":0,"p75":1,"num":4,`+
-		`"mean_variation":null,"date":null,"field_pixels":5,"cloud_cover":20}`, string(b[6:]))
+		`"mean_variation":0,"previous_date":null,"date":null,"field_pixels":5,"cloud_cover":20}`, string(b[6:]))
 	m, err := r.MarshalJSON()
 	require.NoError(t, err)
 	assert.Equal(t, string(b[6:]), string(m))

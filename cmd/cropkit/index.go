@@ -270,7 +270,8 @@ type fieldBuffers struct {
 // field computes every scene's products for one field, oldest scene first.
 func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
 	enc *colormap.Encoder, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
-	prev := map[string]float64{} // index → mean of the previous product
+	prev := map[string]float64{}    // index → mean of the previous product
+	prevDate := map[string]string{} // index → its date
 	fieldDir := filepath.Join(job.out, f.name)
 	for _, s := range scenes {
 		t0 := time.Now()
@@ -307,6 +308,8 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 			if err != nil {
 				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
 			}
+			rep.PreviousDate = prevDate[p.Index]
+			prevDate[p.Index] = day(s.Date())
 			// AppendJSON directly: json.Marshal would re-validate and compact
 			// the whole pixel array, which costs more than writing it.
 			buf.json, err = rep.AppendJSON(buf.json[:0])

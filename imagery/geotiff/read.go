@@ -8,10 +8,9 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"golang.org/x/image/tiff/lzw"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cropkit/cropkit/geo"
 )
@@ -82,41 +81,27 @@ func (im *Image) readInto(ctx context.Context, r *Raster) error {
 		return nil
 	}
 
-	var (
-		next     atomic.Int64
-		failed   atomic.Bool
-		errOnce  sync.Once
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err })
-		failed.Store(true)
-	}
-	wg.Add(workers)
-	for range workers {
-		go func() {
-			defer wg.Done()
+	// One decoder per run from the source's pool (decoders keep their
+	// buffers), the runs spread over GOMAXPROCS goroutines.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, run := range runs {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
 			d := im.getDecoder()
 			defer im.src.pool.Put(d)
-			for !failed.Load() {
-				i := int(next.Add(1) - 1)
-				if i >= len(runs) {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					fail(err)
-					return
-				}
-				if err := im.decodeRun(d, runs[i], r); err != nil {
-					fail(err)
-					return
-				}
-			}
-		}()
+			return im.decodeRun(d, run, r)
+		})
 	}
-	wg.Wait()
-	return firstErr
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err() // cancelled before any run started
 }
 
 // maxMergeGap is the most bytes between two blocks read together: GDAL's

@@ -254,3 +254,25 @@ func TestRecordNotifiesChangedOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ds, 2)
 }
+
+// Scene uploads being received live in DATA/tmp; what a crash left there,
+// and temporary or unreferenced files, are gone after a restart.
+func TestOpenCleansLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	a := openTest(t, dir)
+	require.NoError(t, a.Close())
+	leftovers := []string{
+		filepath.Join(dir, "tmp", "upload-123", "upload", "B04.tif"),
+		filepath.Join(dir, "products", "7", ".tmp-2019-06-20-abc.zip123"),
+		filepath.Join(dir, "products", "7", "2019-06-20-0123456789ab.zip"), // no row references it
+		filepath.Join(dir, "uploads", "7", "v0", "soil.shp.zip"),           // no such field
+	}
+	for _, p := range leftovers {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+	}
+	openTest(t, dir)
+	for _, p := range leftovers {
+		assert.NoFileExists(t, p)
+	}
+}

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -69,4 +71,44 @@ func TestHeavySlots(t *testing.T) {
 	release()
 	rec = convert()
 	assert.NotEqual(t, 503, rec.Code, rec.Body.String())
+}
+
+// Issue: a client disconnecting during the token lookup was logged as an
+// ERROR 500. A request whose context ends is a 499 logged at INFO.
+func TestClientGoneIsNotAnError(t *testing.T) {
+	var logs strings.Builder
+	srv, tok := newTestServer(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, "GET", "/fields/list", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	assert.Equal(t, StatusClientClosed, rec.Code)
+	assert.NotContains(t, logs.String(), "level=ERROR", logs.String())
+	e, internal := asAPIError(fmt.Errorf("token: %w", context.Canceled))
+	assert.False(t, internal)
+	assert.Equal(t, StatusClientClosed, e.Status)
+}
+
+// Issue: there was no read timeout. A small request whose body trickles is
+// cut off after ReadTimeout.
+func TestReadTimeout(t *testing.T) {
+	srv, tok := newTestServer(t, Config{ReadTimeout: 300 * time.Millisecond})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, err := http.NewRequest("POST", ts.URL+"/fields/register", pr)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	go pw.Write([]byte(`{"field_name":`))
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		assert.GreaterOrEqual(t, resp.StatusCode, 400)
+	}
+	assert.Less(t, time.Since(start), 5*time.Second, "cut off near the read timeout")
 }

@@ -376,6 +376,11 @@ func requestToken(r *http.Request) (string, error) {
 // fail answers err in the JSON error shape, logging internal errors.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	e, internal := asAPIError(err)
+	if internal && r.Context().Err() != nil {
+		// The client went away (or the server is shutting down) and the
+		// storage layer reported it in its own words: not a fault.
+		e, internal = &Error{Status: StatusClientClosed, Code: CodeCanceled, Message: "request canceled"}, false
+	}
 	if internal {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	} else if e.Status == StatusClientClosed {

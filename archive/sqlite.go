@@ -206,6 +206,10 @@ var migrations = []string{
 	ALTER TABLE products ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 	UPDATE products SET bundle = 'products/' || field_id || '/' || date || '.zip' WHERE usable = 1;
 	ALTER TABLE tokens ADD COLUMN expires_at TEXT;`,
+	// Version 4: catalogue items the watcher ingested, the fields (and
+	// outline versions) each was ingested for, and the fields whose
+	// backfill is enqueued (see sqlite_items.go).
+	migrationItems,
 }
 
 func (s *sqliteStore) migrate(ctx context.Context) error {

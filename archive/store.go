@@ -68,6 +68,21 @@ type Store interface {
 	// Webhooks is the outbox and registrations on the same database, so
 	// notifications commit with the products they announce.
 	Webhooks() Outbox
+
+	// RecordItem upserts a catalogue item's row; its Fields are added to
+	// those already recorded (a field's version replaced).
+	RecordItem(ctx context.Context, it SceneItem) error
+	// SceneItem is one recorded item (ErrNotFound when none).
+	SceneItem(ctx context.Context, collection, id string) (SceneItem, error)
+	// SceneItems lists recorded items, newest acquisition first.
+	SceneItems(ctx context.Context, q ItemQuery) ([]SceneItem, error)
+	// NewestItem is the latest acquisition recorded in collection (zero when none).
+	NewestItem(ctx context.Context, collection string) (time.Time, error)
+	// WatchedFields maps each field whose backfill was enqueued to the
+	// outline version it was for.
+	WatchedFields(ctx context.Context) (map[int64]int64, error)
+	// MarkWatched records that field id's backfill for version is enqueued.
+	MarkWatched(ctx context.Context, id, version int64) error
 }
 
 // Outbox is the webhook registrations and the durable outbox the dispatcher delivers.

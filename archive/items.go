@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -52,4 +53,24 @@ func (a *Archive) RecordItem(ctx context.Context, it SceneItem) error {
 // SceneItems lists the recorded items matching q.
 func (a *Archive) SceneItems(ctx context.Context, q ItemQuery) ([]SceneItem, error) {
 	return a.store.SceneItems(ctx, q)
+}
+
+// observedTransport reports the outcome of each webhook delivery attempt
+// (metrics); the SSRF guard stays in the base transport.
+type observedTransport struct {
+	base    http.RoundTripper
+	observe func(outcome string)
+}
+
+func (t observedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	switch {
+	case err != nil:
+		t.observe("error")
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		t.observe("delivered")
+	default:
+		t.observe("rejected")
+	}
+	return resp, err
 }

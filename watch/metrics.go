@@ -16,6 +16,9 @@ type Metrics struct {
 	Products prometheus.Counter     // products recorded (usable or not)
 	Bytes    prometheus.Counter     // response bytes read from catalogues and assets
 	Polls    *prometheus.CounterVec // polls by outcome
+	// Deliveries counts webhook delivery attempts by outcome; pass
+	// ObserveDelivery as archive.WebhookOptions.Observe.
+	Deliveries *prometheus.CounterVec
 }
 
 // NewMetrics registers the watcher's metrics on reg.
@@ -31,9 +34,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Response body bytes read from STAC catalogues and their band files."}),
 		Polls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_catalogue_polls_total",
 			Help: "Catalogue polls by outcome (ok, error)."}, []string{"outcome"}),
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_webhook_deliveries_total",
+			Help: "Webhook delivery attempts by outcome (delivered, rejected, error)."}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.Jobs, m.Items, m.Products, m.Bytes, m.Polls)
+	reg.MustRegister(m.Jobs, m.Items, m.Products, m.Bytes, m.Polls, m.Deliveries)
 	return m
+}
+
+// ObserveDelivery counts one webhook delivery attempt.
+func (m *Metrics) ObserveDelivery(outcome string) {
+	if m != nil {
+		m.Deliveries.WithLabelValues(outcome).Inc()
+	}
 }
 
 func (m *Metrics) job(kind, state string) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/stac"
+	"github.com/cropkit/cropkit/webhook"
 )
 
 // Config configures a Watcher. Archive and Catalog are required.
@@ -91,6 +92,10 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	}
 	if cfg.MaxCloud < 0 || cfg.MaxCloud > 100 {
 		return nil, fmt.Errorf("%w: max cloud %v is not a percentage", ErrConfig, cfg.MaxCloud)
+	}
+	// Refused before any request, as the client would refuse it later.
+	if err := webhook.ValidateURL(cfg.Catalog, cfg.AllowPrivate); err != nil {
+		return nil, fmt.Errorf("%w: catalog: %w", ErrConfig, err)
 	}
 	setDefault(&cfg.Collection, DefaultCollection)
 	setDefault(&cfg.Poll, DefaultPoll)

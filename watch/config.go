@@ -26,7 +26,7 @@ const (
 	// DefaultMargin is how far before the newest ingested acquisition a poll
 	// searches: catalogues publish items hours or days after acquisition.
 	DefaultMargin      = 10 * 24 * time.Hour
-	DefaultFieldCheck  = 5 * time.Second
+	DefaultFieldCheck  = 2 * time.Second
 	DefaultWorkers     = 2
 	DefaultMaxAttempts = 8
 	DefaultRetryBase   = 30 * time.Second

@@ -52,8 +52,9 @@ type Config struct {
 	// RetryBase is the first retry delay, doubled each attempt (with
 	// jitter) up to RetryMax; 0 means DefaultRetryBase and DefaultRetryMax.
 	RetryBase, RetryMax time.Duration
-	// JobPoll is how often the queue looks for jobs inserted by another
-	// process; 0 means river's default (1s).
+	// JobPoll is how often the queue looks for new jobs (SQLite has no
+	// LISTEN/NOTIFY: jobs the watcher inserts itself wait for it too); 0
+	// means a tenth of Poll, between 100ms and 1s.
 	JobPoll time.Duration
 	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
 	Client *stac.Client
@@ -106,6 +107,12 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	setDefault(&cfg.MaxAttempts, DefaultMaxAttempts)
 	setDefault(&cfg.RetryBase, DefaultRetryBase)
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
+	if cfg.JobPoll <= 0 {
+		cfg.JobPoll = time.Second
+		if cfg.Poll > 0 {
+			cfg.JobPoll = min(max(cfg.Poll/10, 100*time.Millisecond), time.Second)
+		}
+	}
 	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -145,9 +152,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		// (retried) after this.
 		JobTimeout: time.Hour,
 	}
-	if cfg.JobPoll > 0 {
-		rc.FetchCooldown = min(cfg.JobPoll, 100*time.Millisecond)
-	}
+	rc.FetchCooldown = min(cfg.JobPoll, 100*time.Millisecond)
 	if cfg.Poll > 0 {
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
 			func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: cfg.Collection}, nil },

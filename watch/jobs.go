@@ -147,15 +147,26 @@ func (w *Watcher) poll(ctx context.Context) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	start := w.cfg.Backfill.Start(time.Now())
-	newest, err := st.NewestItem(ctx, w.cfg.Collection)
-	if err != nil {
-		return err
+	began := time.Now()
+	start := w.cfg.Backfill.Start(began)
+	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, MaxCloud: w.maxCloud(), Limit: 100}
+	w.mu.Lock()
+	last := w.lastPoll
+	w.mu.Unlock()
+	if landing, err := w.client.GetLanding(ctx, w.cfg.Catalog); err == nil && landing.SupportsFilter() && !last.IsZero() {
+		// The catalogue filters on publication: everything since the
+		// backfill start (re)published since the last poll, however late.
+		params.UpdatedSince = last.Add(-time.Hour)
+	} else {
+		newest, err := st.NewestItem(ctx, w.cfg.Collection)
+		if err != nil {
+			return err
+		}
+		if m := newest.Add(-w.cfg.Margin); !newest.IsZero() && m.After(start) {
+			start = m
+		}
 	}
-	if m := newest.Add(-w.cfg.Margin); !newest.IsZero() && m.After(start) {
-		start = m
-	}
-	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, Start: start, MaxCloud: w.maxCloud(), Limit: 100}
+	params.Start = start
 	footprint(fields, &params)
 	found, queued := 0, 0
 	for it, err := range w.client.Search(ctx, w.cfg.Catalog, params) {
@@ -186,7 +197,11 @@ func (w *Watcher) poll(ctx context.Context) error {
 		}
 		queued++
 	}
-	w.log.InfoContext(ctx, "catalogue polled", "since", start.Format(time.RFC3339), "items", found, "queued", queued)
+	w.log.InfoContext(ctx, "catalogue polled", "since", start.Format(time.RFC3339), "updated_since", params.UpdatedSince,
+		"items", found, "queued", queued)
+	w.mu.Lock()
+	w.lastPoll = began
+	w.mu.Unlock()
 	return nil
 }
 

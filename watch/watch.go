@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -72,7 +73,20 @@ type Watcher struct {
 	log     *slog.Logger
 	metrics *Metrics
 	queue   queue
+
+	// backfilling remembers when this process queued each field version's
+	// backfill, so that a field registered while a backfill runs gets a
+	// backfill of its own instead of joining a new, overlapping field set
+	// (whose items would be read twice). Entries expire, so a backfill that
+	// failed for good is queued again.
+	mu          sync.Mutex
+	backfilling map[FieldRef]time.Time
+	// lastPoll is when this process's last successful poll started.
+	lastPoll time.Time
 }
+
+// backfillRequeue is how long a queued backfill holds its fields.
+const backfillRequeue = time.Hour
 
 // queue is the part of a river client the watcher uses, so that Watcher
 // does not depend on the driver's transaction type.
@@ -113,7 +127,8 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 			cfg.JobPoll = min(max(cfg.Poll/10, 100*time.Millisecond), time.Second)
 		}
 	}
-	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics}
+	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics,
+		backfilling: map[FieldRef]time.Time{}}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -229,11 +244,20 @@ func (w *Watcher) CheckFields(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var refs []FieldRef
 	for id, v := range versions {
-		if wv, ok := watched[id]; !ok || wv != v {
-			refs = append(refs, FieldRef{ID: id, Version: v})
+		ref := FieldRef{ID: id, Version: v}
+		if wv, ok := watched[id]; ok && wv == v {
+			delete(w.backfilling, ref)
+			continue
 		}
+		if at, ok := w.backfilling[ref]; ok && now.Sub(at) < backfillRequeue {
+			continue
+		}
+		refs = append(refs, ref)
 	}
 	if len(refs) == 0 {
 		return nil
@@ -241,6 +265,9 @@ func (w *Watcher) CheckFields(ctx context.Context) error {
 	slices.SortFunc(refs, func(a, b FieldRef) int { return cmp.Compare(a.ID, b.ID) })
 	if _, err := w.queue.Insert(ctx, BackfillArgs{Collection: w.cfg.Collection, Fields: refs}, nil); err != nil {
 		return fmt.Errorf("enqueue backfill of %d fields: %w", len(refs), err)
+	}
+	for _, ref := range refs {
+		w.backfilling[ref] = now
 	}
 	return nil
 }

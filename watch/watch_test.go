@@ -217,3 +217,136 @@ func TestBackfillPollRestart(t *testing.T) {
 		assert.Equal(t, it.IngestedAt, after[id].IngestedAt, id)
 	}
 }
+
+func TestParseBackfill(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in      string
+		start   time.Time
+		str     string
+		wantErr bool
+	}{
+		{"90d", now.AddDate(0, 0, -90), "90d", false},
+		{"1d", now.AddDate(0, 0, -1), "1d", false},
+		{"36h", now.Add(-36 * time.Hour), "36h0m0s", false},
+		{"2019-06-01", time.Date(2019, 6, 1, 0, 0, 0, 0, time.UTC), "2019-06-01", false},
+		{"0d", time.Time{}, "", true},
+		{"-5d", time.Time{}, "", true},
+		{"xd", time.Time{}, "", true},
+		{"2019-13-01", time.Time{}, "", true},
+		{"", time.Time{}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			b, err := watch.ParseBackfill(tt.in)
+			if tt.wantErr {
+				require.ErrorIs(t, err, watch.ErrConfig)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.start, b.Start(now))
+			assert.Equal(t, tt.str, b.String())
+		})
+	}
+	assert.Equal(t, now.Add(-watch.DefaultBackfill), watch.Backfill{}.Start(now))
+}
+
+func TestNewRefusesPrivateCatalog(t *testing.T) {
+	e := openEnv(t, t.TempDir())
+	drv, closeDrv, err := e.core.JobsDriver(context.Background())
+	require.NoError(t, err)
+	defer closeDrv()
+	tests := []struct {
+		name, url string
+		allow     bool
+		wantErr   bool
+	}{
+		{"loopback refused", "http://127.0.0.1:9/", false, true},
+		{"private refused", "http://10.1.2.3/stac", false, true},
+		{"not http", "ftp://example.com/stac", false, true},
+		{"loopback allowed", "http://127.0.0.1:9/", true, false},
+		{"public", "https://earth-search.aws.element84.com/v1", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := watch.New(context.Background(), watch.Config{Archive: e.core, Catalog: tt.url, AllowPrivate: tt.allow}, drv)
+			if tt.wantErr {
+				require.ErrorIs(t, err, watch.ErrConfig)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+// TestUpdatedItemsAndNewFields: a field registered later gets the items
+// already ingested for others; an item the catalogue updates is ingested
+// again without notifying identical products; a new outline is backfilled.
+func TestUpdatedItemsAndNewFields(t *testing.T) {
+	ctx := context.Background()
+	cat := stactest.New(t, stactest.Options{PageSize: 1})
+	cat.Publish(stactest.Chips(t, place, "2019-06-20", "2019-06-30")...)
+	dir := t.TempDir()
+	core, err := archive.Open(ctx, dir, true, archive.Config{Webhooks: archive.WebhookOptions{AllowPrivate: true}})
+	require.NoError(t, err)
+	t.Cleanup(func() { core.Close() })
+	_, _, err = core.EnsureAdmin(ctx)
+	require.NoError(t, err)
+	u, err := core.UserByName(ctx, "admin")
+	require.NoError(t, err)
+	e := &env{dir: dir, core: core, user: u}
+	// Deliveries stay in the outbox (no dispatcher runs): they count the notifications.
+	_, err = core.RegisterWebhook(ctx, u, "http://127.0.0.1:9/hook")
+	require.NoError(t, err)
+	pending := func() int {
+		ds, err := core.Deliveries(ctx, u, 1000)
+		require.NoError(t, err)
+		return len(ds)
+	}
+
+	f1 := e.registerFields(t, "UES-01")[0]
+	startWatcher(t, e, cat, nil)
+	ids := []string{id("2019-06-20"), id("2019-06-30")}
+	got := waitItems(t, core, 1, ids...)
+	assert.Equal(t, map[int64]int64{f1.ID: 0}, got[ids[0]].Fields)
+	require.Eventually(t, func() bool { return pending() == 2 }, 10*time.Second, 20*time.Millisecond)
+
+	// A field registered later: the items are read again, for it only.
+	f2 := e.registerFields(t, "UES-02")[0]
+	got = waitItems(t, core, 2, ids...)
+	assert.Equal(t, map[int64]int64{f1.ID: 0, f2.ID: 0}, got[ids[1]].Fields)
+	require.Eventually(t, func() bool { return pending() == 4 }, 10*time.Second, 20*time.Millisecond)
+
+	// The catalogue updates an item: ingested again, identical products notify nobody.
+	again := stactest.Chips(t, place, "2019-06-20")
+	again[0].Updated = time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond) // as served
+	before := got[ids[0]]
+	cat.Publish(again...)
+	require.Eventually(t, func() bool {
+		it := items(t, core)[ids[0]]
+		return it.Updated != before.Updated && it.State == archive.ItemIngested
+	}, 20*time.Second, 20*time.Millisecond)
+	assert.Equal(t, again[0].Updated.Format(time.RFC3339Nano), items(t, core)[ids[0]].Updated)
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, 4, pending(), "re-ingesting identical imagery notifies nobody")
+
+	// A new outline (UES-03's) for UES-01: backfilled for version 1.
+	data, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), place+".geojson"))
+	require.NoError(t, err)
+	feats, err := geo.ReadFeatures(data)
+	require.NoError(t, err)
+	var outline string
+	for _, f := range feats {
+		if f.Name == "UES-03" {
+			outline, err = archive.EncodeGeometry(f.Geometry)
+			require.NoError(t, err)
+		}
+	}
+	_, err = core.UpdateField(ctx, u, archive.FieldInput{Name: "UES-01", Geometry: []byte(outline)})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		all := items(t, core)
+		return all[ids[0]].Fields[f1.ID] == 1 && all[ids[1]].Fields[f1.ID] == 1
+	}, 20*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"2019-06-20", "2019-06-30"}, usableDates(t, core, f1))
+}

@@ -141,5 +141,8 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fmt.Fprintln(stderr, "shutting down")
 	err = stop()
 	stopHooks()
-	return errors.Join(err, <-hooksDone)
+	if herr := <-hooksDone; herr != nil && !errors.Is(herr, context.Canceled) {
+		err = errors.Join(err, herr)
+	}
+	return err
 }

@@ -209,3 +209,86 @@ func TestServeCatalogAcceptance(t *testing.T) {
 	require.NoError(t, p2.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, <-p2.done)
 }
+
+func TestWatchCommand(t *testing.T) {
+	ctx := context.Background()
+	fieldsData, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), "flanders-31UES.geojson"))
+	require.NoError(t, err)
+	feats, err := geo.ReadFeatures(fieldsData)
+	require.NoError(t, err)
+	cat := stactest.New(t, stactest.Options{})
+	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-06-20", "2019-06-30")...)
+
+	// Fields registered by another process (here, before the watcher starts).
+	dir := t.TempDir()
+	st, err := archive.Open(ctx, dir, true, archive.Config{})
+	require.NoError(t, err)
+	_, _, err = st.EnsureAdmin(ctx)
+	require.NoError(t, err)
+	admin, err := st.UserByName(ctx, "admin")
+	require.NoError(t, err)
+	for _, f := range feats[:2] {
+		_, err := st.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: f.Name, Indices: []string{"ndvi"}, Geometry: f.Geometry}, 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	var out, errOut strings.Builder
+	go func() {
+		done <- runWatch(runCtx, []string{"--data", dir, "--catalog", cat.URL(), "--backfill", "2019-06-01", "--ingest-allow-private"},
+			nil, &out, &errOut)
+	}()
+	require.Eventually(t, func() bool {
+		ro, err := archive.Open(ctx, dir, false, archive.Config{})
+		if err != nil {
+			return false
+		}
+		defer ro.Close()
+		items, err := ro.SceneItems(ctx, archive.ItemQuery{})
+		if err != nil || len(items) != 2 {
+			return false
+		}
+		for _, it := range items {
+			if it.State != archive.ItemIngested || it.Usable != 2 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("cropkit watch did not stop")
+	}
+	assert.Contains(t, out.String(), "cropkit watching "+cat.URL())
+}
+
+func TestWatchFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"watch", "-h"}, 0, "-catalog"},
+		{[]string{"watch", "--data", "DIR"}, 1, "--catalog is required"},
+		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--backfill", "soon"}, 1, "backfill"},
+		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--max-cloud", "120"}, 1, "not a percentage"},
+		{[]string{"serve", "--catalog", "https://earth-search.aws.element84.com/v1", "--poll", "-1s"}, 1, "--poll must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			args := tt.args
+			if tt.args[0] == "watch" || tt.args[0] == "serve" {
+				args = append(args, "--data", t.TempDir())
+			}
+			code, _, errOut := runCmd(t, "", args...)
+			assert.Equal(t, tt.code, code, errOut)
+			assert.Contains(t, errOut, tt.want)
+		})
+	}
+}

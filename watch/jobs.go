@@ -68,12 +68,12 @@ type FieldRef struct {
 // The item's JSON travels with the job so that the catalogue is not asked
 // for it again.
 type IngestArgs struct {
-	Collection string     `json:"collection" river:"unique"`
-	ItemID     string     `json:"item_id" river:"unique"`
-	Updated    string     `json:"updated" river:"unique"`
-	Fields     []FieldRef `json:"fields" river:"unique"`
-	Base       string     `json:"base"`
-	Item       json.RawMessage
+	Collection string          `json:"collection" river:"unique"`
+	ItemID     string          `json:"item_id" river:"unique"`
+	Updated    string          `json:"updated" river:"unique"`
+	Fields     []FieldRef      `json:"fields" river:"unique"`
+	Base       string          `json:"base"`
+	Item       json.RawMessage `json:"item"`
 }
 
 // Kind implements river.JobArgs.
@@ -127,10 +127,14 @@ func (p *pollWorker) Work(ctx context.Context, job *river.Job[PollArgs]) error {
 	return err
 }
 
-// poll searches the items acquired since the newest ingested acquisition
-// minus the margin (late publications), never before the backfill start,
-// over the backfilled fields, and queues the ones not ingested yet (or
-// updated since) for the fields they cover.
+// poll searches the items of the backfilled fields' boxes that may be new
+// and queues the ones not ingested yet (or updated since) for the fields
+// they cover. Items are published late, so "acquired since the last poll"
+// would miss some: when the catalogue filters on "updated" (CQL2), the poll
+// asks for everything since the backfill start (re)published since the
+// last poll (with an hour's overlap); otherwise (and at the first poll of a
+// process) for everything acquired since the newest ingested acquisition
+// minus Config.Margin, never before the backfill start.
 func (w *Watcher) poll(ctx context.Context) error {
 	st := w.core.Store()
 	all, err := st.Fields(ctx, 0)

@@ -96,6 +96,7 @@ type queue interface {
 	StopAndCancel(ctx context.Context) error
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	Subscribe(kinds ...river.EventKind) (<-chan *river.Event, func())
+	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 }
 
 // New migrates the job tables of driver's database and returns a watcher
@@ -225,6 +226,57 @@ func (w *Watcher) Run(ctx context.Context) error {
 				return errors.Join(fmt.Errorf("watch: stop jobs: %w", err), w.queue.StopAndCancel(hard))
 			}
 			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce checks the fields, polls the catalogue once and returns when no
+// job is pending, available or running (cron-like deployments): jobs whose
+// retry is scheduled later are left for the next run, which picks them up
+// from the queue. Config.Poll should be negative (no periodic polls).
+func (w *Watcher) RunOnce(ctx context.Context) error {
+	if err := w.queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("watch: start jobs: %w", err)
+	}
+	events, unsubscribe := w.queue.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
+	go func() {
+		for ev := range events {
+			if ev.Job != nil {
+				w.metrics.job(ev.Job.Kind, string(ev.Kind))
+			}
+		}
+	}()
+	err := w.CheckFields(ctx)
+	if err == nil {
+		err = w.PollNow(ctx)
+	}
+	if err == nil {
+		err = w.waitIdle(ctx)
+	}
+	unsubscribe()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return errors.Join(err, w.queue.Stop(stopCtx))
+}
+
+// waitIdle returns once no job is pending, available or running.
+func (w *Watcher) waitIdle(ctx context.Context) error {
+	t := time.NewTicker(w.cfg.JobPoll)
+	defer t.Stop()
+	for {
+		res, err := w.queue.JobList(ctx, river.NewJobListParams().First(1).States(
+			rivertype.JobStatePending, rivertype.JobStateAvailable, rivertype.JobStateRunning))
+		if err != nil {
+			return fmt.Errorf("watch: list jobs: %w", err)
+		}
+		if len(res.Jobs) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-t.C:
 		}
 	}

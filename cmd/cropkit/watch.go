@@ -92,15 +92,19 @@ func startWatcher(ctx context.Context, core *archive.Archive, cfg watch.Config) 
 //
 //	cropkit watch --catalog URL --data DIR [--collection sentinel-2-l2a] [--poll 1h] [--backfill 90d]
 //	              [--max-cloud 80] [--ingest-allow-private] [--webhook-allow-private] [--webhook-retry-base 5s]
+//	              [--once [--once-grace 10s]]
 //
 // Fields are registered by another process (cropkit serve) on the same data
-// directory; the watcher finds them by itself.
+// directory; the watcher finds them by itself. With --once it runs one round
+// (fields, one poll, the ingestions they queue) and exits, for cron.
 func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./cropkit-data", "data directory (SQLite database and product files)")
 	minClear := fs.Float64("min-clear", archive.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	o := addWatchFlags(fs)
+	once := fs.Bool("once", false, "check the fields, poll once, ingest what is new, deliver notifications for --once-grace and exit (cron)")
+	onceGrace := fs.Duration("once-grace", 10*time.Second, "with --once, how long notifications are delivered after the ingestions")
 	allowPrivate := fs.Bool("ingest-allow-private", false, "let the catalogue and its band files be on loopback, private, link-local and metadata addresses")
 	var hooks archive.WebhookOptions
 	fs.DurationVar(&hooks.RetryBase, "webhook-retry-base", 5*time.Second, "first webhook retry delay; the schedule (5s, 5m, 30m, 2h, 5h, 10h, 10h) scales with it")
@@ -129,7 +133,11 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer core.Close()
-	stop, err := startWatcher(ctx, core, o.config(core, *allowPrivate, metrics, logger))
+	cfg := o.config(core, *allowPrivate, metrics, logger)
+	if *once {
+		return watchOnce(ctx, core, cfg, *onceGrace, stdout)
+	}
+	stop, err := startWatcher(ctx, core, cfg)
 	if err != nil {
 		return err
 	}
@@ -140,6 +148,41 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "shutting down")
 	err = stop()
+	stopHooks()
+	if herr := <-hooksDone; herr != nil && !errors.Is(herr, context.Canceled) {
+		err = errors.Join(err, herr)
+	}
+	return err
+}
+
+// watchOnce is `cropkit watch --once`: one round of the watcher while the
+// webhook dispatcher runs, then grace for the notifications it caused
+// (those still failing wait in the durable outbox for the next run or a
+// server on the same data directory).
+func watchOnce(ctx context.Context, core *archive.Archive, cfg watch.Config, grace time.Duration, stdout io.Writer) error {
+	cfg.Poll = -1 // the one poll is RunOnce's
+	drv, closeDrv, err := core.JobsDriver(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDrv()
+	w, err := watch.New(ctx, cfg, drv)
+	if err != nil {
+		return err
+	}
+	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHooks()
+	hooksDone := make(chan error, 1)
+	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
+	err = w.RunOnce(ctx)
+	items, lerr := core.SceneItems(ctx, archive.ItemQuery{Collection: cfg.Collection})
+	if err = errors.Join(err, lerr); err == nil {
+		fmt.Fprintf(stdout, "%d items recorded from %s\n", len(items), cfg.Catalog)
+		select {
+		case <-time.After(grace):
+		case <-ctx.Done():
+		}
+	}
 	stopHooks()
 	if herr := <-hooksDone; herr != nil && !errors.Is(herr, context.Canceled) {
 		err = errors.Join(err, herr)

@@ -292,3 +292,48 @@ func TestWatchFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestWatchOnce(t *testing.T) {
+	ctx := context.Background()
+	fieldsData, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), "flanders-31UES.geojson"))
+	require.NoError(t, err)
+	feats, err := geo.ReadFeatures(fieldsData)
+	require.NoError(t, err)
+	cat := stactest.New(t, stactest.Options{PageSize: 1, Ascending: true})
+	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-06-20", "2019-06-30")...)
+	dir := t.TempDir()
+	st, err := archive.Open(ctx, dir, true, archive.Config{})
+	require.NoError(t, err)
+	_, _, err = st.EnsureAdmin(ctx)
+	require.NoError(t, err)
+	admin, err := st.UserByName(ctx, "admin")
+	require.NoError(t, err)
+	_, err = st.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: feats[0].Name, Indices: []string{"ndvi"}, Geometry: feats[0].Geometry}, 0)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	args := []string{"watch", "--once", "--once-grace", "0s", "--data", dir, "--catalog", cat.URL(), "--backfill", "2019-06-01", "--ingest-allow-private"}
+
+	// Run 1: the backfill; run 2: the item published in between, nothing else read.
+	code, out, errOut := runCmd(t, "", args...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "2 items recorded")
+	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-07-05")...)
+	cat.ResetStats()
+	code, out, errOut = runCmd(t, "", args...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "3 items recorded")
+	assert.Zero(t, cat.ItemStats("S2A_31UES_20190620_0_L2A").Requests)
+	assert.Zero(t, cat.ItemStats("S2A_31UES_20190630_0_L2A").Requests)
+	assert.Positive(t, cat.ItemStats("S2A_31UES_20190705_0_L2A").Requests)
+
+	ro, err := archive.Open(ctx, dir, false, archive.Config{})
+	require.NoError(t, err)
+	defer ro.Close()
+	items, err := ro.SceneItems(ctx, archive.ItemQuery{})
+	require.NoError(t, err)
+	require.Len(t, items, 3)
+	for _, it := range items {
+		assert.Equal(t, archive.ItemIngested, it.State, it.ID)
+		assert.Equal(t, 1, it.Usable, it.ID)
+	}
+}

@@ -347,8 +347,21 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 		if err != nil {
 			return err
 		}
-		ids = append(ids, f.ID)
 		rec.Fields[f.ID] = f.Version
+		if other, err := w.imagedBy(ctx, f, it); err != nil {
+			return err
+		} else if other != "" {
+			// Two items of one date over a field (overlapping tiles, a
+			// reprocessed copy under another id): the first usable one
+			// stands, so the field is notified once for that date.
+			w.log.InfoContext(ctx, "field already imaged that date", "item", it.ID, "field", f.ID, "by", other)
+			continue
+		}
+		ids = append(ids, f.ID)
+	}
+	if len(ids) == 0 && len(rec.Fields) > 0 {
+		rec.State = archive.ItemIngested
+		return w.core.RecordItem(ctx, rec)
 	}
 	if len(ids) == 0 {
 		return nil // every field deleted since
@@ -373,6 +386,22 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	w.log.InfoContext(ctx, "item ingested", "item", it.ID, "date", res.Date, "fields", res.Fields,
 		"usable", res.Usable, "notified", res.Notified)
 	return nil
+}
+
+// imagedBy is the other item whose usable products field f already has
+// for item's acquisition date ("" when none).
+func (w *Watcher) imagedBy(ctx context.Context, f archive.Field, it stac.Item) (string, error) {
+	date := it.Datetime.UTC().Format(time.DateOnly)
+	ps, err := w.core.Products(ctx, f, archive.ProductQuery{From: date, To: date, UsableOnly: true})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range ps {
+		if p.SceneID != it.ID {
+			return p.SceneID, nil
+		}
+	}
+	return "", nil
 }
 
 func (w *Watcher) ingestItem(ctx context.Context, it stac.Item, ids []int64) (archive.IngestResult, error) {

@@ -330,6 +330,17 @@ func TestUpdatedItemsAndNewFields(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	assert.Equal(t, 4, pending(), "re-ingesting identical imagery notifies nobody")
 
+	// Another item of the same date over the fields (an overlapping tile, a
+	// reprocessed copy): the first stands, nobody is notified twice.
+	dup := stactest.Chips(t, place, "2019-06-20")
+	dup[0].ID = "S2B_31UES_20190620_1_L2A"
+	cat.Publish(dup...)
+	got = waitItems(t, core, 2, dup[0].ID)
+	assert.Equal(t, archive.ItemIngested, got[dup[0].ID].State)
+	assert.Zero(t, got[dup[0].ID].Usable)
+	assert.Zero(t, cat.ItemStats(dup[0].ID).Requests, "not read")
+	assert.Equal(t, 4, pending())
+
 	// A new outline (UES-03's) for UES-01: backfilled for version 1.
 	data, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), place+".geojson"))
 	require.NoError(t, err)

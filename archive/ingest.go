@@ -57,9 +57,17 @@ type FieldFailure = api.FieldFailure
 // sceneFetchTimeout bounds one HTTP request of an untrusted remote scene.
 const sceneFetchTimeout = 5 * time.Minute
 
+// ReadOptions are the imagery options every scene this archive reads
+// takes, whatever opens it (a folder, a STAC item, the catalogue watcher):
+// the field pixel cap and the shared memory budget.
+func (a *Archive) ReadOptions() imagery.SceneOptions {
+	return imagery.SceneOptions{MaxFieldPixels: a.maxPixels, Budget: a.budget}
+}
+
 // SceneOptions are the imagery options of an ingestion of src.
 func (a *Archive) SceneOptions(src string, opts IngestOptions) imagery.SceneOptions {
-	so := imagery.SceneOptions{Date: opts.Date, MaxFieldPixels: a.maxPixels, Budget: a.budget}
+	so := a.ReadOptions()
+	so.Date = opts.Date
 	if !opts.Untrusted || !isHTTPURL(src) {
 		return so
 	}

@@ -206,7 +206,11 @@ var migrations = []string{
 	ALTER TABLE products ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 	UPDATE products SET bundle = 'products/' || field_id || '/' || date || '.zip' WHERE usable = 1;
 	ALTER TABLE tokens ADD COLUMN expires_at TEXT;`,
-	// Version 4: where each ingested scene came from, so later operations
+	// Version 4: catalogue items the watcher ingested, the fields (and
+	// outline versions) each was ingested for, and the fields whose
+	// backfill is enqueued (see sqlite_items.go).
+	migrationItems,
+	// Version 5: where each ingested scene came from, so later operations
 	// (field boundary detection, backfills of new fields) can read it again.
 	`CREATE TABLE scene_sources (
 		scene_id    TEXT PRIMARY KEY,

@@ -74,6 +74,21 @@ type Store interface {
 	// ScenesIntersecting lists the recorded scenes whose lon/lat box meets b,
 	// dated from..to (inclusive, "" = open), by date.
 	ScenesIntersecting(ctx context.Context, b orb.Bound, from, to string) ([]SceneRecord, error)
+
+	// RecordItem upserts a catalogue item's row; its Fields are added to
+	// those already recorded (a field's version replaced).
+	RecordItem(ctx context.Context, it SceneItem) error
+	// SceneItem is one recorded item (ErrNotFound when none).
+	SceneItem(ctx context.Context, collection, id string) (SceneItem, error)
+	// SceneItems lists recorded items, newest acquisition first.
+	SceneItems(ctx context.Context, q ItemQuery) ([]SceneItem, error)
+	// NewestItem is the latest acquisition recorded in collection (zero when none).
+	NewestItem(ctx context.Context, collection string) (time.Time, error)
+	// WatchedFields maps each field whose backfill was enqueued to the
+	// outline version it was for.
+	WatchedFields(ctx context.Context) (map[int64]int64, error)
+	// MarkWatched records that field id's backfill for version is enqueued.
+	MarkWatched(ctx context.Context, id, version int64) error
 }
 
 // SceneRecord is where an ingested scene came from.

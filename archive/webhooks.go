@@ -29,6 +29,9 @@ type WebhookOptions struct {
 	// PollInterval is the longest wait before notifications enqueued by
 	// another process are seen; 0 means webhook.DefaultPollInterval.
 	PollInterval time.Duration
+	// Observe, when set, is told the outcome of every delivery attempt:
+	// "delivered" (2xx), "rejected" (another status) or "error" (no answer).
+	Observe func(outcome string)
 }
 
 type webhooks struct {
@@ -53,6 +56,9 @@ func (a *Archive) initWebhooks(opts WebhookOptions) error {
 	}
 	if opts.RetryBase > 0 {
 		d.Schedule = webhook.ScaledSchedule(opts.RetryBase)
+	}
+	if opts.Observe != nil {
+		d.Client.Transport = observedTransport{base: d.Client.Transport, observe: opts.Observe}
 	}
 	a.hooks = &webhooks{outbox: ob, dispatcher: d, allowPrivate: opts.AllowPrivate}
 	return nil

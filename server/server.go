@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/web"
@@ -43,6 +45,9 @@ type Config struct {
 	// 10 per minute.
 	LoginLimit  int
 	LoginWindow time.Duration
+	// Metrics, when set, gets the HTTP latency metrics and is served at
+	// GET /metrics (monitoring.go).
+	Metrics *prometheus.Registry
 }
 
 // Server is the cropkit HTTP API. Create it with New; it is an http.Handler.
@@ -60,6 +65,7 @@ type Server struct {
 	readTimeout time.Duration
 	upTimeout   time.Duration
 	logins      *rateLimiter
+	mon         *monitoring
 }
 
 // New returns a server over cfg.Archive.
@@ -108,8 +114,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.LoginWindow = time.Minute
 	}
 	s.logins = newRateLimiter(cfg.LoginLimit, cfg.LoginWindow)
+	s.mon = newMonitoring(cfg.Metrics)
 	s.routes()
-	s.handler = s.recoverer(s.logRequests(http.HandlerFunc(s.dispatch)))
+	s.handler = s.recoverer(s.logRequests(s.instrument(http.HandlerFunc(s.dispatch))))
 	return s, nil
 }
 
@@ -183,8 +190,9 @@ func (s *Server) routes() {
 		{methods: readable, paths: []string{"/indices/list"}, access: user, handle: s.handleIndices},
 		{methods: postOnly, paths: []string{"/scenes/ingest"}, access: admin, raw: true, maxBody: -1, heavy: true, handle: s.handleIngest},
 	}
-	all = append(all, s.zoneRoutes()...)    // §4.1, §4.3, /files/upload, /convert/… (zones.go)
-	all = append(all, s.webhookRoutes()...) // §4.5, /notifications/… (webhooks.go)
+	all = append(all, s.zoneRoutes()...)       // §4.1, §4.3, /files/upload, /convert/… (zones.go)
+	all = append(all, s.webhookRoutes()...)    // §4.5, /notifications/… (webhooks.go)
+	all = append(all, s.monitoringRoutes()...) // /scenes/list (monitoring.go)
 	for _, rt := range all {
 		h := s.operation(rt)
 		for _, m := range rt.methods {

@@ -31,6 +31,7 @@ func commands() map[string]command {
 		"zones":  runZones,
 		"user":   runUser,
 		"token":  runToken,
+		"watch":  runWatch,
 
 		"boundaries": runBoundaries,
 	}
@@ -45,6 +46,7 @@ commands:
   zones    compute management zones for one field from local scenes
   user     manage accounts (user add NAME)
   token    manage tokens (token create|list|revoke NAME)
+  watch    monitor a STAC catalogue for new imagery of the fields, without the HTTP API
 
 Run 'cropkit <command> -h' for the command's flags.
 `

@@ -27,11 +27,13 @@ import (
 //	cropkit serve [--addr 127.0.0.1:8080] [--data ./cropkit-data] [--demo] [--min-clear 0.6]
 //	              [--webhook-retry-base 5s] [--webhook-timeout 15s] [--webhook-allow-private] [--webhook-concurrency 8]
 //	              [--ingest-allow-private] [--shutdown-grace 15s]
+//	              [--catalog URL [--collection sentinel-2-l2a] [--poll 1h] [--backfill 90d] [--max-cloud 80]]
 //
 // The first start creates the account "admin" and prints its token once.
 // --demo registers the bundled sample's fields for admin, ingests its scenes
 // and prints a curl command that downloads a PNG.
-// It also delivers the webhook outbox (server.RunWebhooks) until shutdown.
+// It also delivers the webhook outbox (server.RunWebhooks) until shutdown,
+// and with --catalog runs the monitoring watcher (see runWatch).
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -45,7 +47,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
 	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
-	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let /scenes/ingest fetch scene URLs from loopback, private, link-local and metadata addresses")
+	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let /scenes/ingest and --catalog fetch scene, catalogue and band URLs from loopback, private, link-local and metadata addresses")
+	mon := addWatchFlags(fs)
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGTERM, how long requests in flight may finish before they are cancelled")
 	tokenTTL := fs.Duration("token-ttl", 0, "lifetime of new tokens, e.g. 720h (0: tokens do not expire)")
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +62,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if hooks.RetryBase <= 0 || hooks.Timeout <= 0 || hooks.Concurrency <= 0 {
 		return errors.New("--webhook-retry-base, --webhook-timeout and --webhook-concurrency must be positive")
+	}
+	if err := mon.check(); err != nil {
+		return err
 	}
 	// The garbage collector works harder near 900 MiB so the process stays
 	// under 1 GB with field reads bounded by the archive's memory budget.
@@ -75,6 +81,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *tokenTTL < 0 {
 		return errors.New("--token-ttl must not be negative")
 	}
+	reg, metrics := newRegistry()
+	hooks.Observe = metrics.ObserveDelivery
 	core, err := archive.Open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
 		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL})
 	if err != nil {
@@ -88,9 +96,22 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if created {
 		fmt.Fprintf(stdout, "created account admin; its token (shown only once, keep it):\nADMIN TOKEN: %s\n", adminToken)
 	}
-	srv, err := server.New(server.Config{Archive: core, MaxBodyBytes: *maxBody, Logger: logger})
+	srv, err := server.New(server.Config{Archive: core, MaxBodyBytes: *maxBody, Logger: logger, Metrics: reg})
 	if err != nil {
 		return err
+	}
+	if mon.catalog != "" {
+		// Stopped after the HTTP server (deferred later, run earlier than
+		// core.Close), letting its jobs in flight finish.
+		stopWatch, err := startWatcher(ctx, core, mon.config(core, *ingestAllowPrivate, metrics, logger))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stopWatch(); err != nil {
+				logger.Error("stop watcher", "err", err)
+			}
+		}()
 	}
 	var demoField string
 	if *demo {

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cropkit/cropkit/archive"
+)
+
+// maxItemsListed bounds /scenes/list.
+const maxItemsListed = 1000
+
+// monitoring is the server's Prometheus instrumentation (nil without
+// Config.Metrics).
+type monitoring struct {
+	latency *prometheus.HistogramVec
+	metrics http.Handler
+}
+
+func newMonitoring(reg *prometheus.Registry) *monitoring {
+	if reg == nil {
+		return nil
+	}
+	m := &monitoring{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cropkit_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern, method and status code.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}},
+			[]string{"route", "method", "code"}),
+		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+	}
+	reg.MustRegister(m.latency)
+	return m
+}
+
+// monitoringRoutes are the admin's view of the monitoring watcher.
+func (s *Server) monitoringRoutes() []route {
+	return []route{
+		{methods: readable, paths: []string{"/scenes/list"}, access: admin, handle: s.handleScenesList},
+	}
+}
+
+type sceneItemField struct {
+	Owner string `json:"owner"`
+	Field string `json:"field_name"`
+}
+
+type sceneItem struct {
+	ID         string           `json:"id"`
+	Collection string           `json:"collection"`
+	Datetime   time.Time        `json:"datetime"`
+	Updated    string           `json:"updated,omitempty"`
+	Source     string           `json:"source"`
+	Fields     []sceneItemField `json:"fields"`
+	Usable     int              `json:"usable"`
+	State      string           `json:"state"`
+	Error      string           `json:"error,omitempty"`
+	IngestedAt time.Time        `json:"ingested_at"`
+}
+
+type sceneItemList struct {
+	Items []sceneItem `json:"items"`
+}
+
+func (s *Server) handleScenesList(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := archive.ItemQuery{Limit: 100}
+	if v, ok, err := c.params.float("limit"); err != nil {
+		return err
+	} else if ok {
+		if v != float64(int(v)) || v < 1 || v > maxItemsListed {
+			return badRequest("parameter limit must be an integer in 1..%d, got %v", maxItemsListed, v)
+		}
+		q.Limit = int(v)
+	}
+	col, _, err := c.params.str("collection")
+	if err != nil {
+		return err
+	}
+	q.Collection = col
+	items, err := s.core.SceneItems(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	fields, err := s.core.Store().Fields(r.Context(), 0)
+	if err != nil {
+		return err
+	}
+	names := make(map[int64]sceneItemField, len(fields))
+	for _, f := range fields {
+		names[f.ID] = sceneItemField{Owner: f.Owner, Field: f.Name}
+	}
+	out := sceneItemList{Items: make([]sceneItem, 0, len(items))}
+	for _, it := range items {
+		si := sceneItem{ID: it.ID, Collection: it.Collection, Datetime: it.Datetime, Updated: it.Updated, Source: it.Source,
+			Fields: []sceneItemField{}, Usable: it.Usable, State: it.State, Error: it.Error, IngestedAt: it.IngestedAt}
+		for id := range it.Fields {
+			if n, ok := names[id]; ok {
+				si.Fields = append(si.Fields, n)
+			}
+		}
+		slices.SortFunc(si.Fields, func(a, b sceneItemField) int {
+			return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Field, b.Field))
+		})
+		out.Items = append(out.Items, si)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// instrument serves GET /metrics (an administrator's token, as for every
+// admin operation; outside the API document, since its answer is
+// Prometheus text) and records each request's latency under its route
+// pattern, so that paths with values do not make one series each.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	if s.mon == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		route := "/metrics"
+		if r.URL.Path == "/metrics" {
+			s.serveMetrics(sw, r)
+		} else {
+			route = "unmatched"
+			if _, pattern := s.mux.Handler(r); pattern != "" {
+				route = pattern
+			}
+			next.ServeHTTP(sw, r)
+		}
+		code := sw.status
+		if code == 0 {
+			code = http.StatusOK
+		}
+		s.mon.latency.WithLabelValues(route, r.Method, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+	})
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "method " + r.Method + " not allowed on /metrics (allowed: GET)"})
+		return
+	}
+	tok, err := requestToken(r)
+	if err == nil && tok == "" {
+		err = forbidden("missing token: /metrics needs an administrator's token (Authorization: Bearer)")
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	u, _, err := s.core.Authenticate(r.Context(), tok)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !u.Admin {
+		s.fail(w, r, forbidden("operation reserved to administrators"))
+		return
+	}
+	s.mon.metrics.ServeHTTP(w, r)
+}

@@ -1,0 +1,416 @@
+package watch
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/paulmach/orb"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/stac"
+)
+
+// Job kinds.
+const (
+	KindPoll     = "cropkit_catalogue_poll"
+	KindBackfill = "cropkit_field_backfill"
+	KindIngest   = "cropkit_item_ingest"
+)
+
+// PollArgs is a catalogue poll: the items that appeared since the last one,
+// for every backfilled field they cover.
+type PollArgs struct {
+	Collection string `json:"collection" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (PollArgs) Kind() string { return KindPoll }
+
+// InsertOpts: one poll at a time (a periodic poll finding one queued or
+// running is dropped); a failed poll is not retried, the next one is.
+func (PollArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateScheduled,
+	}}}
+}
+
+// BackfillArgs is the backfill of fields at their outline versions (the
+// fields found new by one check, so that an item covering several of them
+// is read once).
+type BackfillArgs struct {
+	Collection string     `json:"collection" river:"unique"`
+	Fields     []FieldRef `json:"fields" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (BackfillArgs) Kind() string { return KindBackfill }
+
+// InsertOpts: unique per field set while queued, running or retried.
+func (BackfillArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: activeStates}}
+}
+
+// FieldRef is a field at one outline version.
+type FieldRef struct {
+	ID      int64 `json:"id"`
+	Version int64 `json:"version"`
+}
+
+// IngestArgs is the ingestion of one catalogue item for a set of fields.
+// The item's JSON travels with the job so that the catalogue is not asked
+// for it again.
+type IngestArgs struct {
+	Collection string          `json:"collection" river:"unique"`
+	ItemID     string          `json:"item_id" river:"unique"`
+	Updated    string          `json:"updated" river:"unique"`
+	Fields     []FieldRef      `json:"fields" river:"unique"`
+	Base       string          `json:"base"`
+	Item       json.RawMessage `json:"item"`
+}
+
+// Kind implements river.JobArgs.
+func (IngestArgs) Kind() string { return KindIngest }
+
+// InsertOpts: unique per (item version, field set) while queued, running,
+// retried or completed, so two polls never ingest the same item twice; the
+// items table keeps the record once river prunes completed jobs.
+func (IngestArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: append(slices.Clone(activeStates), rivertype.JobStateCompleted)}}
+}
+
+var activeStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}
+
+// updated is the item's "updated" as recorded ("" when absent).
+func updated(it stac.Item) string {
+	if it.Updated.IsZero() {
+		return ""
+	}
+	return it.Updated.UTC().Format(time.RFC3339Nano)
+}
+
+func (w *Watcher) maxCloud() *float64 { v := w.cfg.MaxCloud; return &v }
+
+// enqueueIngest queues item for fields (sorted, so the field set is one key).
+func (w *Watcher) enqueueIngest(ctx context.Context, it stac.Item, fields []FieldRef) error {
+	slices.SortFunc(fields, func(a, b FieldRef) int { return cmp.Compare(a.ID, b.ID) })
+	_, err := w.queue.Insert(ctx, IngestArgs{Collection: w.cfg.Collection, ItemID: it.ID, Updated: updated(it),
+		Fields: fields, Base: it.Base, Item: it.Raw}, nil)
+	if err != nil {
+		return fmt.Errorf("enqueue ingestion of %s: %w", it.ID, err)
+	}
+	return nil
+}
+
+// pollWorker runs catalogue polls.
+type pollWorker struct {
+	river.WorkerDefaults[PollArgs]
+	w *Watcher
+}
+
+func (p *pollWorker) Work(ctx context.Context, job *river.Job[PollArgs]) error {
+	err := p.w.poll(ctx)
+	p.w.metrics.poll(err)
+	if err != nil {
+		p.w.log.WarnContext(ctx, "catalogue poll failed (the next poll tries again)", "err", err)
+	}
+	return err
+}
+
+// poll searches the items of the backfilled fields' boxes that may be new
+// and queues the ones not ingested yet (or updated since) for the fields
+// they cover. Items are published late, so "acquired since the last poll"
+// would miss some: when the catalogue filters on "updated" (CQL2), the poll
+// asks for everything since the backfill start (re)published since the
+// last poll (with an hour's overlap); otherwise (and at the first poll of a
+// process) for everything acquired since the newest ingested acquisition
+// minus Config.Margin, never before the backfill start.
+func (w *Watcher) poll(ctx context.Context) error {
+	st := w.core.Store()
+	all, err := st.Fields(ctx, 0)
+	if err != nil {
+		return err
+	}
+	watched, err := st.WatchedFields(ctx)
+	if err != nil {
+		return err
+	}
+	// Fields not backfilled yet are left to their backfill, which covers
+	// the same items.
+	fields := slices.DeleteFunc(all, func(f archive.Field) bool { v, ok := watched[f.ID]; return !ok || v != f.Version })
+	if len(fields) == 0 {
+		return nil
+	}
+	began := time.Now()
+	start := w.cfg.Backfill.Start(began)
+	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, MaxCloud: w.maxCloud(), Limit: 100}
+	w.mu.Lock()
+	last := w.lastPoll
+	w.mu.Unlock()
+	if landing, err := w.client.GetLanding(ctx, w.cfg.Catalog); err == nil && landing.SupportsFilter() && !last.IsZero() {
+		// The catalogue filters on publication: everything since the
+		// backfill start (re)published since the last poll, however late.
+		params.UpdatedSince = last.Add(-time.Hour)
+	} else {
+		newest, err := st.NewestItem(ctx, w.cfg.Collection)
+		if err != nil {
+			return err
+		}
+		if m := newest.Add(-w.cfg.Margin); !newest.IsZero() && m.After(start) {
+			start = m
+		}
+	}
+	params.Start = start
+	footprint(fields, &params)
+	found, queued := 0, 0
+	for it, err := range w.client.Search(ctx, w.cfg.Catalog, params) {
+		if err != nil {
+			return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
+		}
+		found++
+		known, err := st.SceneItem(ctx, w.cfg.Collection, it.ID)
+		switch {
+		case errors.Is(err, archive.ErrNotFound):
+		case err != nil:
+			return err
+		case known.Updated == updated(it):
+			continue // ingested (or failed for good) in this version: never read again
+		}
+		var refs []FieldRef
+		b := itemBound(it)
+		for _, f := range fields {
+			if b.Intersects(f.Bound) {
+				refs = append(refs, FieldRef{ID: f.ID, Version: f.Version})
+			}
+		}
+		if len(refs) == 0 {
+			continue
+		}
+		if err := w.enqueueIngest(ctx, it, refs); err != nil {
+			return err
+		}
+		queued++
+	}
+	w.log.InfoContext(ctx, "catalogue polled", "since", start.Format(time.RFC3339), "updated_since", params.UpdatedSince,
+		"items", found, "queued", queued)
+	w.mu.Lock()
+	w.lastPoll = began
+	w.mu.Unlock()
+	return nil
+}
+
+// footprint sets the search area: the fields' boxes when they are few,
+// else their overall box (a request must stay small).
+func footprint(fields []archive.Field, p *stac.SearchParams) {
+	const maxParts = 50
+	if len(fields) <= maxParts {
+		mp := make(orb.MultiPolygon, 0, len(fields))
+		for _, f := range fields {
+			mp = append(mp, f.Bound.ToPolygon())
+		}
+		p.Intersects = mp
+		return
+	}
+	b := fields[0].Bound
+	for _, f := range fields[1:] {
+		b = b.Union(f.Bound)
+	}
+	p.Bbox = &b
+}
+
+// itemBound is an item's lon/lat box (its bbox, else its geometry's).
+func itemBound(it stac.Item) orb.Bound {
+	if len(it.Bbox) >= 4 {
+		n := len(it.Bbox) / 2 // 2D or 3D bbox
+		return orb.Bound{Min: orb.Point{it.Bbox[0], it.Bbox[1]}, Max: orb.Point{it.Bbox[n], it.Bbox[n+1]}}
+	}
+	if it.Geometry != nil {
+		return it.Geometry.Bound()
+	}
+	// Without a footprint every field may be covered; ingestion tests the
+	// exact overlap.
+	return orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}
+}
+
+// backfillWorker runs per-field backfills.
+type backfillWorker struct {
+	river.WorkerDefaults[BackfillArgs]
+	w *Watcher
+}
+
+func (b *backfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs]) error {
+	return b.w.backfill(ctx, job.Args)
+}
+
+// backfill queues the items since the backfill start that intersect the
+// fields and were not ingested for their outlines, each for the fields it
+// covers, then marks the fields watched (the polls take over).
+func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
+	st := w.core.Store()
+	var fields []archive.Field
+	for _, ref := range args.Fields {
+		f, err := st.FieldByID(ctx, ref.ID)
+		if errors.Is(err, archive.ErrNotFound) {
+			continue // deleted since
+		}
+		if err != nil {
+			return err
+		}
+		if f.Version == ref.Version { // else re-outlined since: that version has its own backfill
+			fields = append(fields, f)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, Start: w.cfg.Backfill.Start(time.Now()),
+		MaxCloud: w.maxCloud(), Limit: 100}
+	footprint(fields, &params)
+	queued := 0
+	for it, err := range w.client.Search(ctx, w.cfg.Catalog, params) {
+		if err != nil {
+			return fmt.Errorf("backfill %d fields: %w", len(fields), err)
+		}
+		known, err := st.SceneItem(ctx, w.cfg.Collection, it.ID)
+		switch {
+		case errors.Is(err, archive.ErrNotFound):
+		case err != nil:
+			return err
+		case known.Updated == updated(it) && known.State == archive.ItemFailed:
+			continue // its bands failed for good; tried again when updated
+		}
+		var refs []FieldRef
+		b := itemBound(it)
+		for _, f := range fields {
+			if !b.Intersects(f.Bound) {
+				continue
+			}
+			if v, ok := known.Fields[f.ID]; ok && v == f.Version && known.Updated == updated(it) {
+				continue // ingested for this outline already
+			}
+			refs = append(refs, FieldRef{ID: f.ID, Version: f.Version})
+		}
+		if len(refs) == 0 {
+			continue
+		}
+		if err := w.enqueueIngest(ctx, it, refs); err != nil {
+			return err
+		}
+		queued++
+	}
+	w.log.InfoContext(ctx, "backfill queued", "fields", len(fields), "items", queued)
+	for _, f := range fields {
+		if err := st.MarkWatched(ctx, f.ID, f.Version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ingestWorker ingests one item for a set of fields.
+type ingestWorker struct {
+	river.WorkerDefaults[IngestArgs]
+	w *Watcher
+}
+
+func (i *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) error {
+	return i.w.ingest(ctx, job.Args, job.Attempt >= job.MaxAttempts)
+}
+
+// ingest reads the item's bands (Range requests over the fields' windows
+// only) and records the outcome; a failed attempt is recorded and retried.
+func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error {
+	it, err := stac.ParseItem(args.Item, args.Base)
+	if err != nil {
+		// A stored job whose item cannot be read will not improve.
+		return river.JobCancel(fmt.Errorf("ingest %s: %w", args.ItemID, err))
+	}
+	st := w.core.Store()
+	rec := archive.SceneItem{Collection: args.Collection, ID: it.ID, Datetime: it.Datetime, Updated: args.Updated,
+		Source: it.Base, Fields: map[int64]int64{}}
+	ids := make([]int64, 0, len(args.Fields))
+	for _, ref := range args.Fields {
+		f, err := st.FieldByID(ctx, ref.ID)
+		if errors.Is(err, archive.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rec.Fields[f.ID] = f.Version
+		if other, err := w.imagedBy(ctx, f, it); err != nil {
+			return err
+		} else if other != "" {
+			// Two items of one date over a field (overlapping tiles, a
+			// reprocessed copy under another id): the first usable one
+			// stands, so the field is notified once for that date.
+			w.log.InfoContext(ctx, "field already imaged that date", "item", it.ID, "field", f.ID, "by", other)
+			continue
+		}
+		ids = append(ids, f.ID)
+	}
+	if len(ids) == 0 && len(rec.Fields) > 0 {
+		rec.State = archive.ItemIngested
+		return w.core.RecordItem(ctx, rec)
+	}
+	if len(ids) == 0 {
+		return nil // every field deleted since
+	}
+	res, err := w.ingestItem(ctx, it, ids)
+	switch {
+	case err == nil:
+		rec.State = archive.ItemIngested
+	case last:
+		rec.State, rec.Error, rec.Fields = archive.ItemFailed, err.Error(), nil
+	default:
+		rec.State, rec.Error, rec.Fields = archive.ItemRetrying, err.Error(), nil
+	}
+	w.metrics.item(rec.State, res.Usable+res.Unusable)
+	if rerr := w.core.RecordItem(ctx, rec); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if err != nil {
+		w.log.WarnContext(ctx, "item ingestion failed", "item", it.ID, "state", rec.State, "err", err)
+		return err
+	}
+	w.log.InfoContext(ctx, "item ingested", "item", it.ID, "date", res.Date, "fields", res.Fields,
+		"usable", res.Usable, "notified", res.Notified)
+	return nil
+}
+
+// imagedBy is the other item whose usable products field f already has
+// for item's acquisition date ("" when none).
+func (w *Watcher) imagedBy(ctx context.Context, f archive.Field, it stac.Item) (string, error) {
+	date := it.Datetime.UTC().Format(time.DateOnly)
+	ps, err := w.core.Products(ctx, f, archive.ProductQuery{From: date, To: date, UsableOnly: true})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range ps {
+		if p.SceneID != it.ID {
+			return p.SceneID, nil
+		}
+	}
+	return "", nil
+}
+
+func (w *Watcher) ingestItem(ctx context.Context, it stac.Item, ids []int64) (archive.IngestResult, error) {
+	// The archive's field pixel cap and memory budget apply to catalogue
+	// items too (an item may point at a crafted file).
+	scene, err := w.client.OpenScene(ctx, it, w.core.ReadOptions())
+	if err != nil {
+		return archive.IngestResult{}, err
+	}
+	defer scene.Close()
+	// Recorded as a source, so boundary detection can read the item again.
+	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Base})
+}

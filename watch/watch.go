@@ -1,0 +1,344 @@
+package watch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/stac"
+	"github.com/cropkit/cropkit/webhook"
+)
+
+// Config configures a Watcher. Archive and Catalog are required.
+type Config struct {
+	Archive *archive.Archive
+	// Catalog is the STAC API root (landing page URL).
+	Catalog string
+	// Collection is searched; "" means DefaultCollection.
+	Collection string
+	// Poll is the catalogue poll interval; 0 means DefaultPoll, negative
+	// turns polling off (backfills still run).
+	Poll time.Duration
+	// Backfill is the history a newly registered field gets.
+	Backfill Backfill
+	// MaxCloud is the scene-level eo:cloud_cover (percent) above which an
+	// item is never read; 0 means DefaultMaxCloud.
+	MaxCloud float64
+	// AllowPrivate lets catalogue and asset URLs name loopback and private
+	// addresses (tests, on-premises catalogues).
+	AllowPrivate bool
+	// Margin is how far before the newest ingested acquisition a poll
+	// searches; 0 means DefaultMargin.
+	Margin time.Duration
+	// FieldCheck is how often registered fields are compared with the
+	// fields already backfilled; 0 means DefaultFieldCheck.
+	FieldCheck time.Duration
+	// Workers bounds the jobs running at once; 0 means DefaultWorkers.
+	Workers int
+	// MaxAttempts bounds the attempts of an ingestion or backfill; 0 means DefaultMaxAttempts.
+	MaxAttempts int
+	// RetryBase is the first retry delay, doubled each attempt (with
+	// jitter) up to RetryMax; 0 means DefaultRetryBase and DefaultRetryMax.
+	RetryBase, RetryMax time.Duration
+	// JobPoll is how often the queue looks for new jobs (SQLite has no
+	// LISTEN/NOTIFY: jobs the watcher inserts itself wait for it too); 0
+	// means a tenth of Poll, between 100ms and 1s.
+	JobPoll time.Duration
+	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
+	Client *stac.Client
+	// Metrics records the watcher's metrics; nil records none.
+	Metrics *Metrics
+	// Logger receives the watcher's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Watcher runs the catalogue jobs. Create it with New, run it with Run.
+type Watcher struct {
+	core    *archive.Archive
+	cfg     Config
+	client  *stac.Client
+	log     *slog.Logger
+	metrics *Metrics
+	queue   queue
+
+	// backfilling remembers when this process queued each field version's
+	// backfill, so that a field registered while a backfill runs gets a
+	// backfill of its own instead of joining a new, overlapping field set
+	// (whose items would be read twice). Entries expire, so a backfill that
+	// failed for good is queued again.
+	mu          sync.Mutex
+	backfilling map[FieldRef]time.Time
+	// lastPoll is when this process's last successful poll started.
+	lastPoll time.Time
+}
+
+// backfillRequeue is how long a queued backfill holds its fields.
+const backfillRequeue = time.Hour
+
+// queue is the part of a river client the watcher uses, so that Watcher
+// does not depend on the driver's transaction type.
+type queue interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	StopAndCancel(ctx context.Context) error
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	Subscribe(kinds ...river.EventKind) (<-chan *river.Event, func())
+	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
+}
+
+// New migrates the job tables of driver's database and returns a watcher
+// whose jobs run on it. driver is the archive's (archive.JobsDriver for
+// the embedded database); another database passes its own river driver.
+func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx]) (*Watcher, error) {
+	if cfg.Archive == nil || cfg.Catalog == "" {
+		return nil, fmt.Errorf("%w: Archive and Catalog are required", ErrConfig)
+	}
+	if cfg.MaxCloud < 0 || cfg.MaxCloud > 100 {
+		return nil, fmt.Errorf("%w: max cloud %v is not a percentage", ErrConfig, cfg.MaxCloud)
+	}
+	// Refused before any request, as the client would refuse it later.
+	if err := webhook.ValidateURL(cfg.Catalog, cfg.AllowPrivate); err != nil {
+		return nil, fmt.Errorf("%w: catalog: %w", ErrConfig, err)
+	}
+	setDefault(&cfg.Collection, DefaultCollection)
+	setDefault(&cfg.Poll, DefaultPoll)
+	setDefault(&cfg.MaxCloud, DefaultMaxCloud)
+	setDefault(&cfg.Margin, DefaultMargin)
+	setDefault(&cfg.FieldCheck, DefaultFieldCheck)
+	setDefault(&cfg.Workers, DefaultWorkers)
+	setDefault(&cfg.MaxAttempts, DefaultMaxAttempts)
+	setDefault(&cfg.RetryBase, DefaultRetryBase)
+	setDefault(&cfg.RetryMax, DefaultRetryMax)
+	if cfg.JobPoll <= 0 {
+		cfg.JobPoll = time.Second
+		if cfg.Poll > 0 {
+			cfg.JobPoll = min(max(cfg.Poll/10, 100*time.Millisecond), time.Second)
+		}
+	}
+	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics,
+		backfilling: map[FieldRef]time.Time{}}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	if w.client == nil {
+		w.client = stac.NewClient(cfg.AllowPrivate, 0)
+		w.client.UserAgent = "cropkit-watch"
+		// Only a client of our own is instrumented: a caller's may be in use.
+		if w.metrics != nil {
+			hc := w.client.HTTPClient
+			base := hc.Transport
+			if base == nil {
+				base = http.DefaultTransport
+			}
+			hc.Transport = countingTransport{base: base, add: func(n int) { w.metrics.Bytes.Add(float64(n)) }}
+		}
+	}
+	mig, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: w.log})
+	if err != nil {
+		return nil, fmt.Errorf("watch: job queue migrations: %w", err)
+	}
+	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("watch: migrate job queue: %w", err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &pollWorker{w: w})
+	river.AddWorker(workers, &backfillWorker{w: w})
+	river.AddWorker(workers, &ingestWorker{w: w})
+	rc := &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		Workers:           workers,
+		MaxAttempts:       cfg.MaxAttempts,
+		RetryPolicy:       retryPolicy{base: cfg.RetryBase, max: cfg.RetryMax},
+		Logger:            w.log.With("component", "jobs"),
+		FetchPollInterval: cfg.JobPoll,
+		// Ingestions are field windows of one item; a stuck one is rescued
+		// (retried) after this.
+		JobTimeout: time.Hour,
+	}
+	rc.FetchCooldown = min(cfg.JobPoll, 100*time.Millisecond)
+	if cfg.Poll > 0 {
+		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
+			func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: cfg.Collection}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "cropkit-poll"})}
+	}
+	client, err := river.NewClient(driver, rc)
+	if err != nil {
+		return nil, fmt.Errorf("watch: job queue: %w", err)
+	}
+	w.queue = client
+	return w, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Run works the jobs and checks the fields for backfills until ctx ends,
+// then lets the jobs in flight finish (for up to a minute; then they are
+// cancelled and retried at the next start).
+func (w *Watcher) Run(ctx context.Context) error {
+	// The queue runs on its own context: cancelling the one given to
+	// Start would stop it without letting running jobs finish.
+	if err := w.queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("watch: start jobs: %w", err)
+	}
+	events, unsubscribe := w.queue.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
+	defer unsubscribe()
+	go func() {
+		for ev := range events {
+			if ev.Job != nil {
+				w.metrics.job(ev.Job.Kind, string(ev.Kind))
+			}
+		}
+	}()
+	w.log.InfoContext(ctx, "watching catalogue", "catalog", w.cfg.Catalog, "collection", w.cfg.Collection,
+		"poll", w.cfg.Poll, "backfill", w.cfg.Backfill.String(), "max_cloud", w.cfg.MaxCloud)
+	t := time.NewTicker(w.cfg.FieldCheck)
+	defer t.Stop()
+	for {
+		if err := w.CheckFields(ctx); err != nil && ctx.Err() == nil {
+			w.log.WarnContext(ctx, "check fields", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := w.queue.Stop(stopCtx); err != nil {
+				hard, cancelHard := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancelHard()
+				return errors.Join(fmt.Errorf("watch: stop jobs: %w", err), w.queue.StopAndCancel(hard))
+			}
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce checks the fields, polls the catalogue once and returns when no
+// job is pending, available or running (cron-like deployments): jobs whose
+// retry is scheduled later are left for the next run, which picks them up
+// from the queue. Config.Poll should be negative (no periodic polls).
+func (w *Watcher) RunOnce(ctx context.Context) error {
+	if err := w.queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("watch: start jobs: %w", err)
+	}
+	events, unsubscribe := w.queue.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
+	go func() {
+		for ev := range events {
+			if ev.Job != nil {
+				w.metrics.job(ev.Job.Kind, string(ev.Kind))
+			}
+		}
+	}()
+	err := w.CheckFields(ctx)
+	if err == nil {
+		err = w.PollNow(ctx)
+	}
+	if err == nil {
+		err = w.waitIdle(ctx)
+	}
+	unsubscribe()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return errors.Join(err, w.queue.Stop(stopCtx))
+}
+
+// waitIdle returns once no job is pending, available or running.
+func (w *Watcher) waitIdle(ctx context.Context) error {
+	t := time.NewTicker(w.cfg.JobPoll)
+	defer t.Stop()
+	for {
+		res, err := w.queue.JobList(ctx, river.NewJobListParams().First(1).States(
+			rivertype.JobStatePending, rivertype.JobStateAvailable, rivertype.JobStateRunning))
+		if err != nil {
+			return fmt.Errorf("watch: list jobs: %w", err)
+		}
+		if len(res.Jobs) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// CheckFields enqueues a backfill for every field registered or
+// re-outlined since its last backfill. Fields are found by comparing the
+// archive's outline versions with those backfilled, so fields registered
+// by another process (a server beside `cropkit watch`) are found too.
+func (w *Watcher) CheckFields(ctx context.Context) error {
+	st := w.core.Store()
+	versions, err := st.FieldVersions(ctx)
+	if err != nil {
+		return err
+	}
+	watched, err := st.WatchedFields(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var refs []FieldRef
+	for id, v := range versions {
+		ref := FieldRef{ID: id, Version: v}
+		if wv, ok := watched[id]; ok && wv == v {
+			delete(w.backfilling, ref)
+			continue
+		}
+		if at, ok := w.backfilling[ref]; ok && now.Sub(at) < backfillRequeue {
+			continue
+		}
+		refs = append(refs, ref)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	slices.SortFunc(refs, func(a, b FieldRef) int { return cmp.Compare(a.ID, b.ID) })
+	if _, err := w.queue.Insert(ctx, BackfillArgs{Collection: w.cfg.Collection, Fields: refs}, nil); err != nil {
+		return fmt.Errorf("enqueue backfill of %d fields: %w", len(refs), err)
+	}
+	for _, ref := range refs {
+		w.backfilling[ref] = now
+	}
+	return nil
+}
+
+// PollNow enqueues a catalogue poll now (besides the periodic ones).
+func (w *Watcher) PollNow(ctx context.Context) error {
+	_, err := w.queue.Insert(ctx, PollArgs{Collection: w.cfg.Collection}, nil)
+	return err
+}
+
+// retryPolicy doubles the delay each attempt from base up to max, with
+// full jitter so that jobs failing together do not retry together.
+type retryPolicy struct{ base, max time.Duration }
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	d := p.base << min(max(job.Attempt-1, 0), 30)
+	if d <= 0 || d > p.max {
+		d = p.max
+	}
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return time.Now().Add(d)
+}

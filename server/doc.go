@@ -1,17 +1,16 @@
-// Package server is the cropkit HTTP API (see openapi.json and the repository README):
-// accounts and tokens, fields, field metadata seasons, scene ingestion, and
-// downloads of per-field index images and statistics. It composes the
-// library (imagery, colormap, metadata, geo) and holds no algorithm of its own.
+// Package server is the cropkit HTTP API (see openapi.json and the repository
+// README). It is HTTP only: it reads parameters, authenticates the caller
+// (before reading a body when the token is in the header or the query),
+// applies body limits, read deadlines and the heavy-operation slots, calls
+// the core (package archive) and encodes the answer. It holds no algorithm
+// and no storage of its own.
 //
-//	store, _ := server.OpenStore(ctx, "./cropkit-data") // SQLite + product files
-//	token, created, _ := store.EnsureAdmin(ctx)          // first start: the admin's token
-//	srv, _ := server.New(server.Config{Store: store})
+//	core, _ := archive.Open(ctx, "./cropkit-data", true, archive.Config{}) // SQLite + product files
+//	token, created, _ := core.EnsureAdmin(ctx)                            // first start: the admin's token
+//	srv, _ := server.New(server.Config{Archive: core})
 //	http.ListenAndServe("127.0.0.1:8080", srv)
 //
-// Every response error is {"error":{"code","message"}} (see Error); another
-// user's field answers exactly like a missing one. Ingestion (Server.Ingest,
-// POST /scenes/ingest) computes the products of every registered field a
-// scene covers, writes their files atomically, then records them — and calls
-// productsStored (events.go) in the same SQLite transaction, for the webhook
-// outbox.
+// Every response error is {"error":{"code","message"}} (see Error); the
+// core's error kinds map to statuses in one table (errors.go). Another
+// user's field answers exactly like a missing one.
 package server

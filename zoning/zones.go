@@ -111,6 +111,12 @@ type Result struct {
 	// Simplified reports whether Polygons were simplified (see
 	// Options.SimplifyTolerance); false means they follow the pixel edges.
 	Simplified bool
+	// Quality measures the zones on the value layer (VR, polygon count,
+	// smallest areas).
+	Quality Quality
+	// Outline, set by TileOutline, is the outline the polygons tile, in
+	// the grid's CRS; nil when the polygons follow the mask's pixels.
+	Outline orb.MultiPolygon
 }
 
 // Compute derives management zones for the pixels of grid where mask is
@@ -198,7 +204,10 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 
 	idx := clusteredPixels(mask, used)
 	if len(idx) < opts.Zones {
-		return nil, fmt.Errorf("%d usable pixels for %d zones: %w", len(idx), opts.Zones, ErrTooFewPixels)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("no usable pixel for %d zones: %w", opts.Zones, ErrTooFewPixels)
+		}
+		return nil, &ZonesAbovePixelsError{Zones: opts.Zones, Pixels: len(idx)}
 	}
 	features := standardize(smooth(used, idx, grid.Cols, grid.Rows, opts.Smooth), idx)
 	km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
@@ -229,8 +238,14 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 	res := &Result{Grid: grid, Labels: labels, Zones: zones, Inertia: km.Inertia, Clustered: len(idx)}
 	res.Polygons = polygonize(labels, grid)
 	if opts.SimplifyTolerance > 0 {
-		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance)
+		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance, false)
 	}
+	res.Quality = Quality{
+		VarianceReduction: varianceReduction(labels, layers[valueLayer].Values, len(zones)),
+		Zones:             len(zones),
+		Polygons:          len(res.Polygons),
+	}
+	res.Quality.SmallestZoneHa, res.Quality.SmallestPolygonHa = smallestAreas(zones, res.Polygons)
 	return res, nil
 }
 

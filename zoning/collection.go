@@ -27,6 +27,9 @@ type Collection struct {
 	Unit string
 	// Quality, when set, is encoded as a top-level "quality" member.
 	Quality *Quality
+	// ZoneStats are the zones (ID, RasterVal, Dose, Pixels, AreaHa) when
+	// the collection comes from a Result; not encoded.
+	ZoneStats []Zone
 }
 
 // Feature is one zone polygon with the §2.4 properties.
@@ -63,6 +66,7 @@ func (r *Result) Collection(dstEPSG int) (*Collection, error) {
 	}
 	q := r.Quality
 	c.Quality = &q
+	c.ZoneStats = slices.Clone(r.Zones)
 	var boundary []orb.Polygon
 	if r.Outline != nil {
 		boundary = r.Outline

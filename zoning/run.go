@@ -159,6 +159,8 @@ type Quality struct {
 	// crop_health layer (the value layer) over the field's pixels with a
 	// value: the share of the field's variance the zones explain.
 	VarianceReduction float64 `json:"variance_reduction"`
+	// Pixels is the number of pixels clustered (with a value in every layer).
+	Pixels int `json:"pixels"`
 	// Zones and Polygons count the zones and their connected parts.
 	Zones    int `json:"zones"`
 	Polygons int `json:"polygons"`

@@ -87,3 +87,25 @@ func ExampleTileOutline() {
 	// zone 1: 75 m² [[0 10] [0 0] [10 0] [10 5] [0 10]]
 	// zone 2: 25 m² [[10 5] [10 0] [20 0] [10 5]]
 }
+
+func BenchmarkTileOutline(b *testing.B) {
+	// A 1000×1000-pixel grid of 10 m, 5 vertical zone bands, clipped to a
+	// 720-vertex circle off the pixel grid (a 10 km-wide field).
+	g := Grid{X0: 0, Y0: 10000, DX: 10, DY: 10, Cols: 1000, Rows: 1000}
+	labels := make([]int32, g.Cols*g.Rows)
+	for i := range labels {
+		labels[i] = 1 + int32(i%g.Cols/200)
+	}
+	var ring orb.Ring
+	for a := range 720 {
+		t := float64(a) * math.Pi / 360
+		ring = append(ring, orb.Point{5000.3 + 4990*math.Cos(t), 5000.7 + 4990*math.Sin(t)})
+	}
+	ring = append(ring, ring[0])
+	out := orb.MultiPolygon{{ring}}
+	for b.Loop() {
+		if _, err := TileOutline(labels, g, out, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

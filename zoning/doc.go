@@ -57,9 +57,9 @@
 // Per-pixel k-means gives salt-and-pepper zones; the minimum mapping unit
 // (Options.MinAreaHa, default 0.1 ha, as the nearest pixel count) removes
 // the specks. Compute starts from several k-means partitions (the exact
-// 1-D optimum on fields of at most 50,000 pixels, Lloyd's restarts, and
-// on those fields 16 single Lloyd runs) and post-processes each five
-// ways: a sieve that merges a small region into the neighbouring zone of
+// 1-D optimum, Lloyd's restarts and 16 single Lloyd runs) and
+// post-processes each five ways (fields above 5,000 pixels: one start,
+// one way, for speed): a sieve that merges a small region into the neighbouring zone of
 // closest mean (geo.SieveOptions.Values), either only into regions already
 // at the minimum (gdal_sieve's rule, geo.SieveOptions.IntoLargeOnly) or
 // repeatedly, optionally after a Potts regularization (iterated

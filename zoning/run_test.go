@@ -228,3 +228,24 @@ func ExampleRun() {
 	// Output:
 	// 3 zones, 3 polygons, VR 0.83
 }
+
+func BenchmarkKMeans1D(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	data := make([]float64, maxExact1D)
+	for i := range data {
+		data[i] = rng.NormFloat64() + float64(i%5)
+	}
+	for b.Loop() {
+		kmeans1D(data, 5)
+	}
+}
+
+func BenchmarkRun(b *testing.B) {
+	g, outline, vals := slantedField(b)
+	layers := []Layer{{Name: "ndvi", Type: CropHealth, Values: vals, Weight: 1}}
+	for b.Loop() {
+		if _, err := Run(context.Background(), Request{Grid: g, Outline: outline, Layers: layers, Options: Options{Zones: 5, Seed: 1}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func TestRealZoneCandidates(t *testing.T) {
 		{"no smoothing, sieve into closest large zone (1 pass), refine", Options{}, pipeline{smooth: -1, variant: variant{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true}}},
 		{"3×3 mean, sieve into closest large zone (1 pass), refine", Options{}, pipeline{smooth: 1, variant: variant{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true}}},
 		{"best VR of exact + Lloyd k-means × 5 post-processings", Options{}, withStarts(withCap(defaultPipeline(), 0), 0)},
-		{"same + 16 single Lloyd runs on fields ≤ 500 ha", Options{}, withCap(defaultPipeline(), 0)},
+		{"same + 16 single Lloyd runs (fields ≤ 5,000 px)", Options{}, withCap(defaultPipeline(), 0)},
 		{"same, best of ≤ 2k regions within 0.02 on fields ≥ 5k MMU", Options{}, withCapMin(defaultPipeline(), 5)},
 		{"same, best of ≤ 2k regions within 0.02 on fields ≥ 2k MMU (default)", Options{}, defaultPipeline()},
 	}

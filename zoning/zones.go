@@ -172,6 +172,10 @@ type pipeline struct {
 	capMinUnits int
 	// extraStarts single-restart Lloyd runs are added on small fields.
 	extraStarts int
+	// searchPixels bounds the fields (clustered pixels) that get every
+	// start and variant; larger ones get the first start and variant
+	// alone (0: no bound).
+	searchPixels int
 }
 
 // variant is one way from a k-means partition to a map that respects the
@@ -197,14 +201,20 @@ type variant struct {
 // post-processed five ways; the partition with the highest variance
 // reduction kept, except that on fields of at least 2·k minimum mapping
 // units the best one of at most 2k regions is kept when it is within 0.02.
+// Fields of more than 5,000 pixels (50 ha at 10 m; none of the measured
+// real fields) get one start (exact 1-D up to 50,000 pixels, else Lloyd)
+// and the best single post-processing, for speed.
 func defaultPipeline() pipeline {
-	return pipeline{smooth: -1, lloydToo: true, extraStarts: 16, capSlack: 0.02, capMinUnits: 2, variants: []variant{
-		{mergeByValue: true, intoLarge: true, sievePasses: 10, refine: true},
-		{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
-		{beta: 0.5, mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
-		{mergeByValue: true, refine: true},
-		{intoLarge: true, sievePasses: 1, refine: true},
-	}}
+	return pipeline{smooth: -1, lloydToo: true, extraStarts: 16, capSlack: 0.02, capMinUnits: 2, searchPixels: 5000,
+		// Alone on fields above searchPixels: the best single variant.
+		variant: variant{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
+		variants: []variant{
+			{mergeByValue: true, intoLarge: true, sievePasses: 10, refine: true},
+			{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
+			{beta: 0.5, mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
+			{mergeByValue: true, refine: true},
+			{intoLarge: true, sievePasses: 1, refine: true},
+		}}
 }
 
 func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options, pipe pipeline) (*Result, error) {
@@ -280,13 +290,16 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 	// Starting partitions: the exact 1-D optimum when it is cheap, and
 	// Lloyd's restarts (KMeans). Two near-optimal partitions can differ
 	// much in how they survive the minimum mapping unit, so both go on.
+	// Beyond searchPixels the search is cut to one start and one
+	// post-processing, to keep large fields fast (O(pixels) passes).
+	small := pipe.searchPixels <= 0 || len(idx) <= pipe.searchPixels
 	var starts []KMeansResult
 	if len(used) == 1 && len(idx) <= maxExact1D {
 		var km KMeansResult
 		km.Labels, km.Inertia = kmeans1D(features, opts.Zones)
 		starts = append(starts, km)
 	}
-	if len(starts) == 0 || pipe.lloydToo {
+	if len(starts) == 0 || (pipe.lloydToo && small) {
 		km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
 		if err != nil {
 			return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
@@ -295,7 +308,7 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 	}
 	// On small fields, single Lloyd runs from other seeds add local optima
 	// of other shapes (cheap there, and where the sieve hurts most).
-	if len(idx) <= maxExact1D {
+	if small {
 		for s := range uint64(pipe.extraStarts) {
 			km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed + 1 + s, Restarts: 1})
 			if err != nil {
@@ -312,7 +325,7 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 	}
 	feat := pixelFeatures(used, idx, n)
 	variants := pipe.variants
-	if len(variants) == 0 {
+	if len(variants) == 0 || !small {
 		variants = []variant{pipe.variant}
 	}
 	type candidate struct {

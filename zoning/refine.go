@@ -22,36 +22,15 @@ import (
 func refine(ctx context.Context, labels []int32, feat []float64, dim, k, cols, rows, minPixels int) error {
 	const maxSweeps = 30
 	n := cols * rows
-	id := make([]int32, n)
+	var id []int32
 	var size []int
-	queue := make([]int, 0, 64)
 	regions := func() {
-		for i := range id {
-			id[i] = -1
-		}
-		size = size[:0]
-		for s := range n {
-			if labels[s] == 0 || id[s] >= 0 {
-				continue
-			}
-			r := int32(len(size))
-			size = append(size, 0)
-			id[s] = r
-			queue = append(queue[:0], s)
-			for h := 0; h < len(queue); h++ {
-				p := queue[h]
+		var nr int
+		id, nr = countRegions(labels, cols, rows)
+		size = make([]int, nr)
+		for _, r := range id {
+			if r >= 0 {
 				size[r]++
-				c := p % cols
-				for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
-					switch {
-					case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
-						continue
-					}
-					if id[q] < 0 && labels[q] == labels[s] {
-						id[q] = r
-						queue = append(queue, q)
-					}
-				}
 			}
 		}
 	}

@@ -93,7 +93,9 @@ func Run(ctx context.Context, req Request) (*Collection, error) {
 // TileOutline replaces r's polygons by the zones clipped to outline (in
 // r.Grid's CRS; the outline r's mask was rasterized from): every pixel the
 // outline touches whose centre is outside takes the zone of the nearest
-// zone pixel, then geo.TileOutline cuts the pixels along the outline. The
+// zone pixel, then geo.TileOutline cuts the pixels along the outline (and
+// again after such pixels under a sliver smaller than a pixel, cut off
+// from its zone's polygon, took their neighbours' zone). The
 // zones' AreaHa become their clipped areas, so doses weight the real areas,
 // and r.Outline is set (Collection's Boundary).
 func (r *Result) TileOutline(outline orb.MultiPolygon) error {
@@ -136,6 +138,15 @@ func (r *Result) TileOutline(outline orb.MultiPolygon) error {
 	lps, err := geo.TileOutline(labels, pg, outline, 0)
 	if err != nil {
 		return fmt.Errorf("tile zones to the outline: %w", err)
+	}
+	// A pixel outside the mask takes its nearest zone, which can leave a
+	// sliver of a zone cut off from the zone's polygon along the outline:
+	// such pixels take their neighbours' zone instead, when that gives
+	// fewer polygons.
+	if relabelled := absorbSlivers(labels, pg, lps, padMask(r.Labels, g, pg)); relabelled != nil {
+		if again, err := geo.TileOutline(relabelled, pg, outline, 0); err == nil && len(again) < len(lps) {
+			lps = again
+		}
 	}
 	area := map[int]float64{}
 	r.Polygons = r.Polygons[:0]
@@ -233,3 +244,75 @@ func (e *ZonesAbovePixelsError) Error() string {
 
 // Is makes errors.Is(err, ErrTooFewPixels) true.
 func (e *ZonesAbovePixelsError) Is(target error) bool { return target == ErrTooFewPixels }
+
+// padMask is the mask of labels (> 0) on the padded grid pg (one pixel of
+// margin around g).
+func padMask(labels []int32, g, pg geo.Grid) []bool {
+	m := make([]bool, pg.Cols*pg.Rows)
+	for i, l := range labels {
+		if l > 0 {
+			m[(i/g.Cols+1)*pg.Cols+i%g.Cols+1] = true
+		}
+	}
+	return m
+}
+
+// absorbSlivers returns labels with the pixels outside mask that lie under
+// a polygon smaller than one pixel, which is not its zone's largest, set to
+// the most frequent other zone among their 8 neighbours; nil when there is
+// no such polygon.
+func absorbSlivers(labels []int32, g geo.Grid, lps []geo.LabeledPolygon, mask []bool) []int32 {
+	largest := map[int32]float64{}
+	areas := make([]float64, len(lps))
+	for i, lp := range lps {
+		areas[i] = geo.Area(orb.MultiPolygon{lp.Polygon})
+		largest[lp.Label] = max(largest[lp.Label], areas[i])
+	}
+	var out []int32
+	for i, lp := range lps {
+		if areas[i] >= sliverPixels*g.PixelArea() || areas[i] == largest[lp.Label] {
+			continue
+		}
+		b := lp.Polygon.Bound()
+		c0, r0 := int(math.Floor((b.Min[0]-g.X0)/g.DX)), int(math.Floor((g.Y0-b.Max[1])/g.DY))
+		c1, r1 := int(math.Ceil((b.Max[0]-g.X0)/g.DX)), int(math.Ceil((g.Y0-b.Min[1])/g.DY))
+		for r := max(r0, 0); r < min(r1, g.Rows); r++ {
+			for c := max(c0, 0); c < min(c1, g.Cols); c++ {
+				p := r*g.Cols + c
+				if mask[p] || labels[p] != lp.Label {
+					continue
+				}
+				votes := map[int32]int{}
+				for dr := -1; dr <= 1; dr++ {
+					for dc := -1; dc <= 1; dc++ {
+						rr, cc := r+dr, c+dc
+						if rr < 0 || rr >= g.Rows || cc < 0 || cc >= g.Cols {
+							continue
+						}
+						if l := labels[rr*g.Cols+cc]; l > 0 && l != lp.Label {
+							votes[l]++
+						}
+					}
+				}
+				best, bestN := int32(0), 0
+				for l, n := range votes {
+					if n > bestN || (n == bestN && l < best) {
+						best, bestN = l, n
+					}
+				}
+				if best == 0 {
+					continue
+				}
+				if out == nil {
+					out = slices.Clone(labels)
+				}
+				out[p] = best
+			}
+		}
+	}
+	return out
+}
+
+// sliverPixels: polygons below this many pixels' area, made of pixels
+// outside the mask, are slivers along the outline (see absorbSlivers).
+const sliverPixels = 1

@@ -1,10 +1,13 @@
 package zoning
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -248,4 +251,39 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestRunShapefileTiles: the shapefile export of a Run keeps the tiling —
+// read back, its polygons cover the outline's area in EPSG:4326.
+func TestRunShapefileTiles(t *testing.T) {
+	g, outline, vals := slantedField(t)
+	c, err := Run(context.Background(), Request{Grid: g, Outline: outline,
+		Layers:  []Layer{{Name: "ndvi", Type: CropHealth, Values: vals, Weight: 1}},
+		Options: Options{Zones: 4, Seed: 1}, Prescription: Prescription{Type: Seeding}})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, WriteShapefileZip(&buf, c, ShapefileOptions{Name: "z"}))
+	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		require.NoError(t, err)
+		data, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		rc.Close()
+		files[f.Name] = data
+	}
+	parts, err := ShapefileParts(files, "z.shp")
+	require.NoError(t, err)
+	shapes, err := ReadShapefile(parts, ShapefileLimits{})
+	require.NoError(t, err)
+	assert.Equal(t, 4326, shapes.EPSG)
+	var area float64
+	for _, s := range shapes.Features {
+		mp, ok := s.Geometry.(orb.MultiPolygon)
+		require.True(t, ok, "%T", s.Geometry)
+		area += geo.Area(mp)
+	}
+	assert.InDelta(t, geo.Area(outline), area, 1e-5*geo.Area(outline))
 }

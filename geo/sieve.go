@@ -1,6 +1,9 @@
 package geo
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Sieve removes small regions from a label raster in place: every
 // 4-connected region of equal labels with fewer than minPixels pixels is
@@ -34,6 +37,25 @@ type SieveOptions struct {
 	// last in row-major order among equals); it can differ only when a
 	// smaller region of the label outgrew it by absorbing neighbours.
 	KeepLabels bool
+	// Values, when set (Dim values per pixel, pixel-major, NaN where
+	// missing), makes a small region merge into the neighbouring region
+	// whose label's mean vector (over the whole raster, before sieving) is
+	// closest to the small region's own mean, the largest such neighbour
+	// on ties: the merge that adds the least within-label sum of squares,
+	// where the largest neighbour (the default) can be a label of very
+	// different values. A region without values merges into the largest
+	// neighbour.
+	Values []float64
+	// Dim is the number of values per pixel (0 means 1).
+	Dim int
+	// IntoLargeOnly merges a small region only into a neighbour that had
+	// at least MinPixels pixels before sieving (gdal_sieve's rule): a small
+	// region whose neighbours were all small stays, where the default
+	// merges small regions into each other until they reach MinPixels. On
+	// a field of a few dozen pixels, the default leaves about one region
+	// per zone; this keeps the finer pattern the field's size allows.
+	// Running the sieve again merges into the regions grown meanwhile.
+	IntoLargeOnly bool
 }
 
 // SieveWithOptions is Sieve with options; with the zero KeepLabels it is
@@ -86,6 +108,13 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 	}
 	size := rg.size
 	label := rg.label
+	var large []bool // with IntoLargeOnly: the regions large before sieving
+	if opts.IntoLargeOnly {
+		large = make([]bool, nr)
+		for i, s := range size {
+			large[i] = s >= minPixels
+		}
+	}
 	// With KeepLabels, live counts the unmerged regions of each label
 	// (dense label index per region in lab).
 	var lab, live []int32
@@ -103,6 +132,36 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 			live[d]++
 		}
 	}
+	// With Values: each label's mean vector over the raster.
+	dim := max(opts.Dim, 1)
+	var labelMean map[int32][]float64
+	if opts.Values != nil {
+		if len(opts.Values) != len(labels)*dim {
+			return fmt.Errorf("sieve: %d values for %d labels of %d values", len(opts.Values), len(labels), dim)
+		}
+		sum, cnt := map[int32][]float64{}, map[int32]float64{}
+		for i, l := range labels {
+			v := opts.Values[i*dim : (i+1)*dim]
+			if l == nodata || !finiteAll(v) {
+				continue
+			}
+			if sum[l] == nil {
+				sum[l] = make([]float64, dim)
+			}
+			for d, x := range v {
+				sum[l][d] += x
+			}
+			cnt[l]++
+		}
+		labelMean = make(map[int32][]float64, len(sum))
+		for l, s := range sum {
+			for d := range s {
+				s[d] /= cnt[l]
+			}
+			labelMean[l] = s
+		}
+	}
+	mean := make([]float64, dim)
 	// A root's pixels are its own list followed by those of the regions
 	// merged into it: a chain of CSR segments, next linking them.
 	next := make([]int32, nr)
@@ -128,15 +187,50 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 			if live != nil && live[lab[r]] == 1 {
 				continue // the last region of its label
 			}
-			best, bestSize := int32(-1), -1
+			// The region's mean vector, when merging by value.
+			byValue := false
+			if labelMean != nil {
+				clear(mean)
+				var c float64
+				for seg := r; seg >= 0; seg = next[seg] {
+					for _, p := range pix[start[seg]:start[seg+1]] {
+						if v := opts.Values[int(p)*dim : (int(p)+1)*dim]; finiteAll(v) {
+							for d, x := range v {
+								mean[d] += x
+							}
+							c++
+						}
+					}
+				}
+				if c > 0 {
+					for d := range mean {
+						mean[d] /= c
+					}
+					byValue = true
+				}
+			}
+			best, bestSize, bestDist := int32(-1), -1, math.Inf(1)
 			consider := func(q int) {
 				id := rg.id[q]
 				if id < 0 {
 					return
 				}
 				n := find(id)
-				if n != r && (size[n] > bestSize || (size[n] == bestSize && n < best)) {
-					best, bestSize = n, size[n]
+				if n == r || (large != nil && !large[n]) {
+					return
+				}
+				d := 0.0
+				if byValue {
+					d = math.Inf(1)
+					if m, ok := labelMean[label[n]]; ok {
+						d = 0
+						for j, x := range m {
+							d += (x - mean[j]) * (x - mean[j])
+						}
+					}
+				}
+				if best < 0 || d < bestDist || (d == bestDist && (size[n] > bestSize || (size[n] == bestSize && n < best))) {
+					best, bestSize, bestDist = n, size[n], d
 				}
 			}
 			for seg := r; seg >= 0; seg = next[seg] {
@@ -258,4 +352,13 @@ func findRegions(labels []int32, cols, rows int, nodata int32) regions {
 		size[d]++
 	}
 	return regions{id: id, size: size, label: label}
+}
+
+func finiteAll(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -25,6 +25,11 @@ type Collection struct {
 	// seeds/ha); empty when no prescription was applied.
 	Type PrescriptionType
 	Unit string
+	// Quality, when set, is encoded as a top-level "quality" member.
+	Quality *Quality
+	// ZoneStats are the zones (ID, RasterVal, Dose, Pixels, AreaHa) when
+	// the collection comes from a Result; not encoded.
+	ZoneStats []Zone
 }
 
 // Feature is one zone polygon with the §2.4 properties.
@@ -59,14 +64,25 @@ func (r *Result) Collection(dstEPSG int) (*Collection, error) {
 		}
 		c.Features = append(c.Features, Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly})
 	}
-	outline := make([]int32, len(r.Labels))
-	for i, l := range r.Labels {
-		if l > 0 {
-			outline[i] = 1
+	q := r.Quality
+	c.Quality = &q
+	c.ZoneStats = slices.Clone(r.Zones)
+	var boundary []orb.Polygon
+	if r.Outline != nil {
+		boundary = r.Outline
+	} else {
+		outline := make([]int32, len(r.Labels))
+		for i, l := range r.Labels {
+			if l > 0 {
+				outline[i] = 1
+			}
+		}
+		for _, p := range polygonize(outline, r.Grid) {
+			boundary = append(boundary, p.Polygon)
 		}
 	}
-	for _, p := range polygonize(outline, r.Grid) {
-		poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
+	for _, p := range boundary {
+		poly, ok := crs.Project(p, t).(orb.Polygon)
 		if ok && finitePolygon(poly) {
 			c.Boundary = append(c.Boundary, poly)
 		}
@@ -157,7 +173,16 @@ func (c *Collection) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, int64(f.Zone), 10)
 		b = append(b, "}}"...)
 	}
-	b = append(b, "]}"...)
+	b = append(b, ']')
+	if c.Quality != nil {
+		q, err := json.Marshal(c.Quality)
+		if err != nil {
+			return nil, fmt.Errorf("encode zone quality: %w", err)
+		}
+		b = append(b, `,"quality":`...)
+		b = append(b, q...)
+	}
+	b = append(b, '}')
 	return b, nil
 }
 

@@ -9,14 +9,12 @@
 //
 //	specs, err := zoning.ParseLayers([]byte(form.Get("layers")))    // 400 on ErrInvalidLayers
 //	parcel, err := zoning.ParseParcel(parcelJSON, field)             // 400 on ErrInvalidParcel
-//	mask, err := zoning.FieldMask(parcel, grid)                      // the field's or parcel's pixels
 //	ndvi, err := zoning.MeanValues(valuesOfEachUsableImage...)       // crop_health over a date range
 //	parts, err := zoning.ShapefileParts(files, spec.Filename)        // custom layer: uploaded shapefile
 //	shapes, err := zoning.ReadShapefile(parts, zoning.ShapefileLimits{})
 //	clay, err := zoning.RasterizeAttribute(shapes, spec.Attribute, grid)
-//	res, err := zoning.Compute(ctx, grid, mask, layers, zoning.Options{Zones: n})
-//	err = zoning.Prescription{Type: zoning.NFertilizer}.Apply(res)  // DOSE
-//	c, err := res.Collection(dstEPSG)                                // 400 on crs.ErrUnsupportedCRS
+//	c, err := zoning.Run(ctx, zoning.Request{Grid: grid, Outline: parcel, Layers: layers,
+//		Options: zoning.Options{Zones: n}, Prescription: rx, DstEPSG: dst}) // the one zone chain
 //	err = format.Write(w, c.WithPrescription(rx), fieldName)        // geojson, shapefile or isoxml
 //
 // Layers come in as value grids ([]float64 on the field window's grid, NaN
@@ -34,15 +32,13 @@
 //
 // # Smoothing
 //
-// Sentinel-2 index values are noisy from pixel to pixel, and per-pixel
-// k-means then gives salt-and-pepper zones. Before standardizing, every
-// layer is replaced by its mean over a (2·Options.Smooth+1)² window (default
-// 3×3) of the pixels being clustered, as is common for management zones;
-// pixels without a value and outside the mask take no part. The smoothing
-// is separable running sums, O(pixels) whatever the radius. Standardizing
-// after smoothing keeps the weights' meaning for layers of unequal noise.
-// RasterVal (and so the doses) is the zone mean of the original values.
-// A negative Options.Smooth turns the smoothing off.
+// Options.Smooth > 0 replaces every layer by its mean over a
+// (2·Smooth+1)² window of the pixels being clustered before standardizing
+// (separable running sums, O(pixels) whatever the radius). The default is
+// no smoothing: a fixed window blurs the zones of small or elongated
+// fields, and post-processing the labels (see Cleaning) explains more of
+// the field's variance on every field measured (README, "Zone quality").
+// RasterVal (and so the doses) is always the zone mean of the original values.
 //
 // # Missing pixels
 //
@@ -58,19 +54,37 @@
 //
 // # Cleaning
 //
-// Regions smaller than the minimum mapping unit (Options.MinAreaHa, default
-// 0.1 ha) are merged into their largest neighbour, smallest first, except
-// that a zone's last region is never merged (geo.SieveWithOptions with
-// KeepLabels): a farmer who asks for 5 zones gets 5, and a zone all of
-// whose regions are small keeps its largest one, below the minimum mapping
-// unit. Fewer zones than asked come back only when k-means finds fewer
-// clusters (fewer distinct values than zones). Then the
-// label raster is polygonized along pixel edges (geo.Polygonize): the
-// polygons are valid, do not overlap, leave no gap, and their union is
-// exactly the mask's pixels. Options.SimplifyTolerance optionally
-// simplifies the boundaries (Douglas–Peucker) one shared boundary at a
-// time, so both zones along it take the same line and no gap or overlap
-// can open; the result is checked and dropped if any boundaries cross.
+// Per-pixel k-means gives salt-and-pepper zones; the minimum mapping unit
+// (Options.MinAreaHa, default 0.1 ha, as the nearest pixel count) removes
+// the specks. Compute starts from several k-means partitions (the exact
+// 1-D optimum, Lloyd's restarts and 16 single Lloyd runs) and
+// post-processes each five ways (fields above 5,000 pixels: one start,
+// one way, for speed): a sieve that merges a small region into the neighbouring zone of
+// closest mean (geo.SieveOptions.Values), either only into regions already
+// at the minimum (gdal_sieve's rule, geo.SieveOptions.IntoLargeOnly) or
+// repeatedly, optionally after a Potts regularization (iterated
+// conditional modes); then boundary pixels move to the closest zone while
+// every region keeps at least the minimum and stays connected. A zone's
+// last region is never merged (geo.SieveOptions.KeepLabels): a farmer who
+// asks for 5 zones gets 5. With gdal_sieve's rule a region below the
+// minimum also stays when none of its neighbours had reached the minimum
+// (on fields of a few dozen pixels, where merging everything leaves one
+// region per zone and explains far less of the field). The partition explaining most of the clustered
+// features' variance wins, except that on fields of at least 2·k minimum
+// mapping units the best one of at most 2k regions wins when it is within
+// 0.02. Then the label raster is polygonized along pixel edges
+// (geo.Polygonize). Result.Quality reports the variance reduction, the
+// polygon count and the smallest zone and polygon.
+//
+// # Tiling the outline
+//
+// Run clips the zones to the field's (or parcel's) outline with
+// geo.TileOutline: pixels the outline cuts are cut along it, and a pixel
+// the outline covers in part, its centre outside, takes the nearest
+// zone, so the polygons' union is the outline, without gaps or overlaps,
+// in every CRS and export. Options.SimplifyTolerance then simplifies the
+// boundaries between zones (Douglas–Peucker, each shared boundary once,
+// checked, dropped if any boundaries cross) and keeps the outline.
 //
 // # Dose range
 //

@@ -24,8 +24,12 @@ func (e *ParcelError) Is(target error) bool { return target == ErrInvalidParcel 
 // Feature holding one, in EPSG:4326), checks that it is a valid polygon
 // (closed rings of at least 4 points, no self-intersection: geo's
 // validation) and that it lies inside field (EPSG:4326), and returns it as
-// a one-polygon MultiPolygon for FieldMask. Zones computed on its mask are
-// clipped to it: their union is exactly the parcel's pixels.
+// a one-polygon MultiPolygon: the Outline of a Run, whose zones tile it.
+//
+// Inside (spec §4.1: "only if the parcel lies inside the field") tolerates
+// 1e-6° (about 0.1 m) of overhang, so a parcel drawn along the field's
+// border counts as inside; a parcel crossing the border by more, or lying
+// outside, is an error matching ErrInvalidParcel (a 400) that says so.
 func ParseParcel(data []byte, field orb.MultiPolygon) (orb.MultiPolygon, error) {
 	mp, err := geo.ParseGeometry(data)
 	if err != nil {

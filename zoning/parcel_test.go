@@ -22,6 +22,15 @@ func TestParseParcel(t *testing.T) {
 	border := `{"type":"Polygon","coordinates":[[[4.0,50.0],[4.01,50.0],[4.01,50.005],[4.0,50.005],[4.0,50.0]]]}`
 	_, err = ParseParcel([]byte(border), field)
 	require.NoError(t, err)
+	// The documented tolerance: 5e-7° (about 5 cm) over the border is
+	// inside, 5e-6° (about 50 cm) is not.
+	over := func(d string) string {
+		return `{"type":"Polygon","coordinates":[[[4.005,50.005],[4.01` + d + `,50.005],[4.01` + d + `,50.008],[4.005,50.008],[4.005,50.005]]]}`
+	}
+	_, err = ParseParcel([]byte(over("00005")), field)
+	require.NoError(t, err, "within the tolerance")
+	_, err = ParseParcel([]byte(over("0005")), field)
+	assert.ErrorIs(t, err, ErrInvalidParcel, "beyond the tolerance")
 
 	tests := []struct{ name, json, reason string }{
 		{"not json", `{`, "GeoJSON"},

@@ -18,8 +18,10 @@ import (
 // zones cannot overlap), and every ring keeps at least 3 distinct vertices
 // and its orientation. When the check fails, or the polygons are too large
 // to check (geo.MaxVertices), the polygons are returned unchanged.
-// It reports whether it simplified.
-func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
+// It reports whether it simplified. With keepOutline, arcs that only one
+// polygon has (the outline of all zones) keep every vertex, so zones that
+// tile a field's outline still tile it after simplification.
+func simplifyShared(polys []ZonePolygon, tol float64, keepOutline bool) ([]ZonePolygon, bool) {
 	if tol <= 0 || len(polys) == 0 {
 		return polys, false
 	}
@@ -69,6 +71,18 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 			}
 		}
 	}
+	// Undirected edge use counts: 1 on the outline, 2 between zones.
+	edgeUse := map[[2]int32]int{}
+	if keepOutline {
+		for _, poly := range rings {
+			for _, cyc := range poly {
+				for j, v := range cyc {
+					w := cyc[(j+1)%len(cyc)]
+					edgeUse[[2]int32{min(v, w), max(v, w)}]++
+				}
+			}
+		}
+	}
 	node := make([]bool, len(pts))
 	for v, n := range nbrs {
 		node[v] = len(n) != 2
@@ -114,7 +128,10 @@ func simplifyShared(polys []ZonePolygon, tol float64) ([]ZonePolygon, bool) {
 		key := string(keyBuf)
 		out, ok := memo[key]
 		if !ok {
-			out = douglasPeucker(canon, pts, tol)
+			out = canon
+			if !keepOutline || edgeUse[[2]int32{min(canon[0], canon[1]), max(canon[0], canon[1])}] > 1 {
+				out = douglasPeucker(canon, pts, tol)
+			}
 			memo[key] = out
 			orig[key] = slices.Clone(canon)
 		}

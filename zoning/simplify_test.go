@@ -97,11 +97,11 @@ func TestSimplifySharedRefusesCrossing(t *testing.T) {
 	a := orb.Polygon{{{0, 0}, {10, 0}, {10, 10}, {20, 10}, {20, 20}, {0, 20}, {0, 0}}}
 	b := orb.Polygon{{{10, 0}, {30, 0}, {30, 20}, {20, 20}, {20, 10}, {10, 10}, {10, 0}}}
 	in := []ZonePolygon{{Zone: 1, Polygon: a}, {Zone: 2, Polygon: b}}
-	out, ok := simplifyShared(in, 1000)
+	out, ok := simplifyShared(in, 1000, false)
 	assert.False(t, ok)
 	assert.Equal(t, in, out)
 	// A moderate tolerance straightens the shared zigzag for both zones.
-	out, ok = simplifyShared(in, 7.1)
+	out, ok = simplifyShared(in, 7.1, false)
 	require.True(t, ok)
 	assert.Equal(t, orb.Ring{{10, 0}, {20, 20}, {0, 20}, {0, 0}, {10, 0}}, out[0].Polygon[0])
 	assert.Equal(t, orb.Ring{{10, 0}, {30, 0}, {30, 20}, {20, 20}, {10, 0}}, out[1].Polygon[0])

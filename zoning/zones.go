@@ -21,9 +21,11 @@ const MaxZones = 100
 // a zone's last region.
 const DefaultMinAreaHa = 0.1
 
-// DefaultSmooth is the default radius of the feature smoothing: each layer
-// is replaced by its mean over a 3×3 window before clustering.
-const DefaultSmooth = 1
+// DefaultSmooth is the default radius of the feature smoothing: none.
+// A moving mean blurs the zones of small or elongated fields, and the
+// sieve and refinement make the zones coherent without it (see the
+// README's comparison).
+const DefaultSmooth = -1
 
 // MaxSmooth bounds Options.Smooth (a 101×101-pixel window).
 const MaxSmooth = 50
@@ -48,17 +50,15 @@ type Options struct {
 	Seed uint64
 	// Restarts is the number of k-means restarts (default 10).
 	Restarts int
-	// Smooth is the radius in pixels of the moving mean applied to every
+	// Smooth is the radius in pixels of a moving mean applied to every
 	// layer before clustering: each clustered pixel takes the mean of the
-	// clustered pixels in the (2·Smooth+1)² window around it (default
-	// DefaultSmooth, a 3×3 window; negative: no smoothing; at most
-	// MaxSmooth). Per-pixel noise otherwise scatters the zones into specks
-	// below the minimum mapping unit. RasterVal and doses use the
-	// unsmoothed values.
+	// clustered pixels in the (2·Smooth+1)² window around it (0: the
+	// default, DefaultSmooth, no smoothing; negative: none; at most
+	// MaxSmooth). RasterVal and doses use the unsmoothed values.
 	Smooth int
 	// MinAreaHa is the minimum mapping unit in hectares (default
-	// DefaultMinAreaHa; a negative value disables the sieve). The grid's
-	// CRS units must be metres.
+	// DefaultMinAreaHa; a negative value disables the sieve), applied as
+	// the pixel count nearest to it. The grid's CRS units must be metres.
 	MinAreaHa float64
 	// SimplifyTolerance, in CRS units (0: no simplification), simplifies
 	// the zone boundaries with Douglas–Peucker, each boundary shared by two
@@ -111,30 +111,113 @@ type Result struct {
 	// Simplified reports whether Polygons were simplified (see
 	// Options.SimplifyTolerance); false means they follow the pixel edges.
 	Simplified bool
+	// Quality measures the zones on the value layer (VR, polygon count,
+	// smallest areas).
+	Quality Quality
+	// Outline, set by TileOutline, is the outline the polygons tile, in
+	// the grid's CRS; nil when the polygons follow the mask's pixels.
+	Outline orb.MultiPolygon
 }
 
 // Compute derives management zones for the pixels of grid where mask is
 // true (the field's or the parcel's pixels):
 //
 //  1. the pixels to cluster are the mask pixels where every layer has a
-//     value; every layer is smoothed over them (a moving mean of radius
-//     Options.Smooth, default 3×3), then standardized over them (z-score)
-//     and scaled by sqrt(weight), so a layer's weight is its share of the
-//     squared distance k-means minimizes; a constant layer contributes
-//     nothing;
-//  2. k-means (KMeans) clusters those pixels into Options.Zones zones;
-//  3. mask pixels missing in some layer take the zone of the nearest
-//     clustered pixel (breadth-first over 4-neighbours, through any pixel);
-//  4. connected regions smaller than MinAreaHa are merged into their
-//     largest neighbour, smallest first, except that a zone's last region
-//     is never merged (geo.SieveWithOptions with KeepLabels): every zone
-//     k-means found survives, its largest region possibly below MinAreaHa;
+//     value; every layer is optionally smoothed over them (Options.Smooth,
+//     default none), then standardized over them (z-score) and scaled by
+//     sqrt(weight), so a layer's weight is its share of the squared
+//     distance k-means minimizes; a constant layer contributes nothing;
+//  2. k-means clusters those pixels into Options.Zones zones, from several
+//     starts (the exact 1-D optimum when there is one layer and at most
+//     50,000 pixels, KMeans' restarts, more single runs on small fields);
+//  3. each start is post-processed several ways (see the package
+//     documentation, Cleaning): mask pixels missing in some layer take the
+//     zone of the nearest clustered pixel, regions below MinAreaHa merge
+//     into the neighbouring zone of closest mean (a zone's last region
+//     never), and boundary pixels move to the closest zone while every
+//     region keeps at least MinAreaHa and stays connected;
+//  4. the partition explaining most of the features' variance is kept (on
+//     fields of at least 2·k minimum mapping units, the best one of at most
+//     2k regions when within 0.02 of it);
 //  5. zones are numbered 1..n by ascending RasterVal, the zone mean of the
 //     first crop_health layer (or of the first layer when none is marked);
 //  6. the label raster is polygonized (geo.Polygonize): 4-connected regions,
 //     rings along pixel edges, holes kept, so the polygons do not overlap
-//     and their union is exactly the mask pixels.
+//     and their union is exactly the mask pixels (Run then clips them to
+//     the outline).
 func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options) (*Result, error) {
+	return computeWith(ctx, grid, mask, layers, opts, defaultPipeline())
+}
+
+// pipeline holds the steps' choices that Options do not expose; the
+// candidates of the zone-quality comparison (README, vr_test.go) vary them.
+type pipeline struct {
+	// smooth is the default moving-mean radius (Options.Smooth 0; negative: none).
+	smooth int
+	// lloydToo also starts from KMeans when the exact 1-D k-means runs.
+	lloydToo bool
+	// variants are the post-processings tried on every starting
+	// partition, the best kept (empty: variant alone).
+	variants []variant
+	variant
+	// vrSlack: a partition with fewer regions is preferred when its
+	// variance reduction is within vrSlack of the best.
+	vrSlack float64
+	// capSlack > 0 prefers the best partition of at most 2k regions when
+	// it is within capSlack of the best.
+	capSlack float64
+	// capMinUnits: the cap applies on fields of at least capMinUnits·k
+	// minimum mapping units; smaller fields cannot hold 2k regions of
+	// legal size anyway, and there the highest variance reduction wins.
+	capMinUnits int
+	// extraStarts single-restart Lloyd runs are added on small fields.
+	extraStarts int
+	// searchPixels bounds the fields (clustered pixels) that get every
+	// start and variant; larger ones get the first start and variant
+	// alone (0: no bound).
+	searchPixels int
+}
+
+// variant is one way from a k-means partition to a map that respects the
+// minimum mapping unit.
+type variant struct {
+	// beta is the weight of the spatial term of regularize (0: none).
+	beta float64
+	// mergeByValue makes the sieve merge a small region into the
+	// neighbouring zone of the closest mean (geo.SieveOptions.Values)
+	// rather than into the largest neighbour.
+	mergeByValue bool
+	// intoLarge sieves with geo.SieveOptions.IntoLargeOnly, sievePasses
+	// times at most (until nothing merges).
+	intoLarge   bool
+	sievePasses int
+	// refine moves boundary pixels to the closest zone after the sieve.
+	refine bool
+}
+
+// defaultPipeline is the winner of the README's comparison: no smoothing;
+// starting partitions from the exact 1-D k-means, Lloyd's restarts and,
+// on fields of at most maxExact1D pixels, 16 single Lloyd runs; each
+// post-processed five ways; the partition with the highest variance
+// reduction kept, except that on fields of at least 2·k minimum mapping
+// units the best one of at most 2k regions is kept when it is within 0.02.
+// Fields of more than 5,000 pixels (50 ha at 10 m; none of the measured
+// real fields) get one start (exact 1-D up to 50,000 pixels, else Lloyd)
+// and the best single post-processing, for speed.
+func defaultPipeline() pipeline {
+	return pipeline{smooth: -1, lloydToo: true, extraStarts: 16, capSlack: 0.02, capMinUnits: 2, searchPixels: 5000,
+		// Alone on fields above searchPixels: the best single variant.
+		variant: variant{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
+		variants: []variant{
+			{mergeByValue: true, intoLarge: true, sievePasses: 10, refine: true},
+			{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
+			{beta: 0.5, mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
+			{mergeByValue: true, refine: true},
+			{intoLarge: true, sievePasses: 1, refine: true},
+		}}
+}
+
+func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options, pipe pipeline) (*Result, error) {
 	n := grid.Cols * grid.Rows
 	if grid.Cols <= 0 || grid.Rows <= 0 || grid.DX <= 0 || grid.DY <= 0 {
 		return nil, fmt.Errorf("%w: empty or malformed grid %+v", ErrInvalidOptions, grid)
@@ -158,7 +241,7 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 		opts.MinAreaHa = DefaultMinAreaHa
 	}
 	if opts.Smooth == 0 {
-		opts.Smooth = DefaultSmooth
+		opts.Smooth = pipe.smooth
 	}
 	var used []Layer
 	valueLayer := -1
@@ -198,39 +281,118 @@ func Compute(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, op
 
 	idx := clusteredPixels(mask, used)
 	if len(idx) < opts.Zones {
-		return nil, fmt.Errorf("%d usable pixels for %d zones: %w", len(idx), opts.Zones, ErrTooFewPixels)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("no usable pixel for %d zones: %w", opts.Zones, ErrTooFewPixels)
+		}
+		return nil, &ZonesAbovePixelsError{Zones: opts.Zones, Pixels: len(idx)}
 	}
 	features := standardize(smooth(used, idx, grid.Cols, grid.Rows, opts.Smooth), idx)
-	km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
-	if err != nil {
-		return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
+	// Starting partitions: the exact 1-D optimum when it is cheap, and
+	// Lloyd's restarts (KMeans). Two near-optimal partitions can differ
+	// much in how they survive the minimum mapping unit, so both go on.
+	// Beyond searchPixels the search is cut to one start and one
+	// post-processing, to keep large fields fast (O(pixels) passes).
+	small := pipe.searchPixels <= 0 || len(idx) <= pipe.searchPixels
+	var starts []KMeansResult
+	if len(used) == 1 && len(idx) <= maxExact1D {
+		var km KMeansResult
+		km.Labels, km.Inertia = kmeans1D(features, opts.Zones)
+		starts = append(starts, km)
 	}
-
-	labels := make([]int32, n)
-	for j, i := range idx {
-		labels[i] = km.Labels[j] + 1
+	if len(starts) == 0 || (pipe.lloydToo && small) {
+		km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
+		if err != nil {
+			return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
+		}
+		starts = append(starts, km)
 	}
-	fillNearest(labels, mask, grid.Cols, grid.Rows)
-
+	// On small fields, single Lloyd runs from other seeds add local optima
+	// of other shapes (cheap there, and where the sieve hurts most).
+	if small {
+		for s := range uint64(pipe.extraStarts) {
+			km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed + 1 + s, Restarts: 1})
+			if err != nil {
+				return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
+			}
+			starts = append(starts, km)
+		}
+	}
+	minPixels := 1
 	if opts.MinAreaHa > 0 {
-		minPixels := int(math.Ceil(opts.MinAreaHa*10000/grid.PixelArea() - 1e-9))
-		if minPixels > 1 {
-			sieve := geo.SieveOptions{MinPixels: minPixels, KeepLabels: true}
-			if err := geo.SieveWithOptions(labels, grid.Cols, grid.Rows, sieve); err != nil {
-				return nil, fmt.Errorf("sieve zones: %w", err)
+		// The pixel count nearest the area: a grid of 9.995 m pixels
+		// cannot hold exactly 0.1 ha, and rounding up would ask 11 pixels.
+		minPixels = max(1, int(math.Round(opts.MinAreaHa*10000/grid.PixelArea())))
+	}
+	feat := pixelFeatures(used, idx, n)
+	variants := pipe.variants
+	if len(variants) == 0 || !small {
+		variants = []variant{pipe.variant}
+	}
+	type candidate struct {
+		labels  []int32
+		vr      float64
+		regions int
+	}
+	var cands []candidate
+	bestVR := math.Inf(-1)
+	for _, km := range starts {
+		for _, v := range variants {
+			l, err := postProcess(ctx, km.Labels, idx, features, feat, mask, grid, len(used), opts.Zones, minPixels, v)
+			if err != nil {
+				return nil, err
+			}
+			c := candidate{labels: l, vr: featureVR(l, feat, len(used), opts.Zones)}
+			if len(variants)*len(starts) > 1 {
+				_, c.regions = countRegions(l, grid.Cols, grid.Rows)
+			}
+			cands = append(cands, c)
+			bestVR = max(bestVR, c.vr)
+		}
+	}
+	// The partition explaining most of the clustered features' variance
+	// wins; among those within vrSlack of it, the one with fewest regions.
+	best := -1
+	for i, c := range cands {
+		if c.vr >= bestVR-pipe.vrSlack-1e-12 && (best < 0 || c.regions < cands[best].regions ||
+			(c.regions == cands[best].regions && c.vr > cands[best].vr)) {
+			best = i
+		}
+	}
+	if pipe.capSlack > 0 && len(idx) >= pipe.capMinUnits*opts.Zones*minPixels {
+		// The best partition of at most 2k regions, unless it loses more
+		// than capSlack of variance reduction.
+		capped := -1
+		for i, c := range cands {
+			if c.regions <= 2*opts.Zones && (capped < 0 || c.vr > cands[capped].vr) {
+				capped = i
 			}
 		}
+		if capped >= 0 && cands[capped].vr >= bestVR-pipe.capSlack {
+			best = capped
+		}
+	}
+	labels := cands[best].labels
+	inertia := math.Inf(1) // the best k-means objective among the starts
+	for _, km := range starts {
+		inertia = min(inertia, km.Inertia)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
 	zones := numberZones(labels, layers[valueLayer].Values, opts.Zones, grid.PixelArea())
-	res := &Result{Grid: grid, Labels: labels, Zones: zones, Inertia: km.Inertia, Clustered: len(idx)}
+	res := &Result{Grid: grid, Labels: labels, Zones: zones, Inertia: inertia, Clustered: len(idx)}
 	res.Polygons = polygonize(labels, grid)
 	if opts.SimplifyTolerance > 0 {
-		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance)
+		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance, false)
 	}
+	res.Quality = Quality{
+		VarianceReduction: varianceReduction(labels, layers[valueLayer].Values, len(zones)),
+		Pixels:            len(idx),
+		Zones:             len(zones),
+		Polygons:          len(res.Polygons),
+	}
+	res.Quality.SmallestZoneHa, res.Quality.SmallestPolygonHa = smallestAreas(zones, res.Polygons)
 	return res, nil
 }
 
@@ -474,4 +636,126 @@ func numberZones(labels []int32, values []float64, k int, pixelArea float64) []Z
 		}
 	}
 	return zones
+}
+
+// pixelFeatures returns the unsmoothed standardized, weighted features
+// per pixel (len(layers) values each, NaN at pixels not clustered): what
+// the sieve compares zones by.
+func pixelFeatures(layers []Layer, idx []int, n int) []float64 {
+	dim := len(layers)
+	f := standardize(layers, idx)
+	out := make([]float64, n*dim)
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	for j, i := range idx {
+		copy(out[i*dim:(i+1)*dim], f[j*dim:(j+1)*dim])
+	}
+	return out
+}
+
+// postProcess turns k-means labels (0..k−1 per clustered pixel) into a
+// label raster (1..k, 0 outside mask) that respects the minimum mapping
+// unit, one variant's way.
+func postProcess(ctx context.Context, kmLabels []int32, idx []int, features, feat []float64, mask []bool, grid geo.Grid,
+	dim, k, minPixels int, v variant) ([]int32, error) {
+	labels := make([]int32, grid.Cols*grid.Rows)
+	for j, i := range idx {
+		labels[i] = kmLabels[j] + 1
+	}
+	if err := regularize(ctx, labels, idx, features, dim, k, grid.Cols, grid.Rows, v.beta); err != nil {
+		return nil, err
+	}
+	fillNearest(labels, mask, grid.Cols, grid.Rows)
+	if minPixels > 1 {
+		sieve := geo.SieveOptions{MinPixels: minPixels, KeepLabels: true, IntoLargeOnly: v.intoLarge}
+		if v.mergeByValue {
+			sieve.Values, sieve.Dim = feat, dim
+		}
+		for range max(v.sievePasses, 1) {
+			before := slices.Clone(labels)
+			if err := geo.SieveWithOptions(labels, grid.Cols, grid.Rows, sieve); err != nil {
+				return nil, fmt.Errorf("sieve zones: %w", err)
+			}
+			if !v.intoLarge || slices.Equal(before, labels) {
+				break
+			}
+		}
+	}
+	if v.refine {
+		if err := refine(ctx, labels, feat, dim, k, grid.Cols, grid.Rows, minPixels); err != nil {
+			return nil, err
+		}
+	}
+	return labels, nil
+}
+
+// featureVR is 1 − within-zone SS / total SS of the per-pixel features
+// (NaN where not clustered): what the zones explain of what k-means saw.
+func featureVR(labels []int32, feat []float64, dim, k int) float64 {
+	sum := make([]float64, (k+1)*dim)
+	cnt := make([]float64, k+1)
+	all := make([]float64, dim)
+	var n float64
+	for i, l := range labels {
+		if l <= 0 || math.IsNaN(feat[i*dim]) {
+			continue
+		}
+		cnt[l]++
+		n++
+		for d := range dim {
+			sum[int(l)*dim+d] += feat[i*dim+d]
+			all[d] += feat[i*dim+d]
+		}
+	}
+	var within, total float64
+	for i, l := range labels {
+		if l <= 0 || math.IsNaN(feat[i*dim]) {
+			continue
+		}
+		for d := range dim {
+			x := feat[i*dim+d]
+			w := x - sum[int(l)*dim+d]/cnt[l]
+			a := x - all[d]/n
+			within += w * w
+			total += a * a
+		}
+	}
+	if total == 0 {
+		return 1
+	}
+	return 1 - within/total
+}
+
+// countRegions returns the 4-connected regions of equal non-zero labels:
+// their id per pixel (-1 at 0) and their number.
+func countRegions(labels []int32, cols, rows int) ([]int32, int) {
+	id := make([]int32, len(labels))
+	for i := range id {
+		id[i] = -1
+	}
+	n := 0
+	var queue []int
+	for s, l := range labels {
+		if l == 0 || id[s] >= 0 {
+			continue
+		}
+		id[s] = int32(n)
+		queue = append(queue[:0], s)
+		for h := 0; h < len(queue); h++ {
+			p := queue[h]
+			c := p % cols
+			for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
+				if (q == p-1 && c == 0) || (q == p+1 && c == cols-1) || q < 0 || q >= len(labels) {
+					continue
+				}
+				if id[q] < 0 && labels[q] == l {
+					id[q] = int32(n)
+					queue = append(queue, q)
+				}
+			}
+		}
+		n++
+	}
+	return id, n
 }

@@ -149,26 +149,20 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	mask, err := zoning.FieldMask(area, grid)
-	if err != nil {
-		return err
-	}
 	clock.step("read+index")
 
-	res, err := zoning.Compute(ctx, grid, mask, []zoning.Layer{{Name: *index, Type: zoning.CropHealth, Values: values, Weight: 1}},
-		zoning.Options{Zones: *k, Seed: *seed, MinAreaHa: *minArea, SimplifyTolerance: *simplify})
+	c, err := zoning.Run(ctx, zoning.Request{
+		Grid:         grid,
+		Outline:      area,
+		Layers:       []zoning.Layer{{Name: *index, Type: zoning.CropHealth, Values: values, Weight: 1}},
+		Options:      zoning.Options{Zones: *k, Seed: *seed, MinAreaHa: *minArea, SimplifyTolerance: *simplify},
+		Prescription: rx,
+		DstEPSG:      dst,
+	})
 	if err != nil {
-		return err
-	}
-	if err := rx.Apply(res); err != nil {
 		return err
 	}
 	clock.step("zones")
-	c, err := res.Collection(dst)
-	if err != nil {
-		return err
-	}
-	c = c.WithPrescription(rx)
 	name := *fieldName
 	if name == "" {
 		name = "field"
@@ -186,12 +180,12 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	clock.step("write")
-	var ids []string
-	for _, z := range res.Zones {
-		ids = append(ids, fmt.Sprintf("%d: %.4f %s %.1f ha", z.ID, z.RasterVal, formatDose(z.Dose, rx), z.AreaHa))
+	q := c.Quality
+	fmt.Fprintf(stderr, "cropkit zones: %d pixels, %d zones, %d polygons, %d image(s); variance explained %.1f %%, smallest zone %.2f ha, smallest polygon %.2f ha\n",
+		q.Pixels, q.Zones, q.Polygons, len(products), 100*q.VarianceReduction, q.SmallestZoneHa, q.SmallestPolygonHa)
+	for _, z := range c.ZoneStats {
+		fmt.Fprintf(stderr, "  zone %d: %.4f %s, %.2f ha\n", z.ID, z.RasterVal, formatDose(z.Dose, rx), z.AreaHa)
 	}
-	fmt.Fprintf(stderr, "cropkit zones: %d pixels, %d zones, %d polygons, %d image(s) [%s]\n",
-		res.Clustered, len(res.Zones), len(res.Polygons), len(products), strings.Join(ids, "; "))
 	return nil
 }
 

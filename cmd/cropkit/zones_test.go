@@ -57,7 +57,7 @@ func TestZonesCommandRealScenes(t *testing.T) {
 	for _, f := range c.Features { // in EPSG:32631: m²
 		area += geo.Area(orb.MultiPolygon{f.Polygon})
 	}
-	assert.InDelta(t, 352*100, area, 1e-6, "zones cover the field's 352 pixels")
+	assert.InDelta(t, 352*100, area, 0.1, "zones tile the field, here pixel-aligned: its 352 pixels")
 
 	// A season mean over three dates, seeding, shapefile.
 	shp := filepath.Join(dir, "z.zip")
@@ -99,7 +99,7 @@ func TestZonesCommandErrors(t *testing.T) {
 		{"bad crs", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--dst-crs", "2154"}, "2154"},
 		{"unknown field", []string{"--scene", scene, "--fields", fields, "--field", "XX", "--zones", "3", "--out", out}, "no field \"XX\""},
 		{"no scene of date", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--date", "2019-01-01"}, "no scene of 2019-01-01"},
-		{"too many zones", []string{"--scene", scene, "--fields", fields, "--field", "UES-16", "--zones", "100", "--out", out}, "too few usable pixels"},
+		{"too many zones", []string{"--scene", scene, "--fields", fields, "--field", "UES-16", "--zones", "100", "--out", out}, "n_zones 100 is above the 27 usable pixels"},
 		{"bad type", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--type", "lime"}, "neither n_fertilizer nor seeding"},
 	}
 	for _, tc := range tests {

@@ -64,7 +64,9 @@ func TileOutline(labels []int32, g Grid, outline orb.MultiPolygon, nodata int32)
 	slices.Sort(zones)
 	for _, z := range zones {
 		for _, p := range t.polygons(t.edges[z]) {
-			out = append(out, LabeledPolygon{Label: z, Polygon: p})
+			for _, q := range SplitPinches(p) {
+				out = append(out, LabeledPolygon{Label: z, Polygon: q})
+			}
 		}
 	}
 	return out, nil

@@ -76,6 +76,10 @@ func zoneError(err error) error {
 		return err
 	}
 	switch {
+	case errors.As(err, new(*zoning.ZonesAbovePixelsError)):
+		// More zones asked than the field has usable pixels: the request
+		// can be corrected (both numbers are named).
+		return badRequest("%v", err)
 	case errors.Is(err, zoning.ErrInvalidParcel):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidGeometry, Message: "parcel_geojson: " + err.Error()}
 	case errors.Is(err, zoning.ErrTooFewPixels):
@@ -289,32 +293,24 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 	return writeZones(w, col, p.Format, f.Name, safeFileName(f.Name)+"_zones", archive.ImageDates(used...))
 }
 
-// zones runs the library on region's pixels of grid: k-means zones,
-// sieve, polygons, doses, reprojection.
+// zones runs the library's one zone chain (zoning.Run) on region's pixels
+// of grid: zones that tile region exactly, their quality, doses, reprojection.
 func (s *Server) zones(ctx context.Context, grid geo.Grid, region orb.MultiPolygon, layers []zoning.Layer,
 	n int, minAreaHa, simplify float64, rx zoning.Prescription, dstEPSG int) (*zoning.Collection, error) {
-	mask, err := zoning.FieldMask(region, grid)
-	if err != nil {
-		return nil, zoneError(fmt.Errorf("field pixels: %w", err))
-	}
-	res, err := zoning.Compute(ctx, grid, mask, layers, zoning.Options{Zones: n, Seed: zoneSeed, MinAreaHa: minAreaHa, SimplifyTolerance: simplify})
+	col, err := zoning.Run(ctx, zoning.Request{Grid: grid, Outline: region, Layers: layers,
+		Options: zoning.Options{Zones: n, Seed: zoneSeed, MinAreaHa: minAreaHa, SimplifyTolerance: simplify},
+		Prescription: rx, DstEPSG: dstEPSG})
 	if err != nil {
 		return nil, zoneError(err)
 	}
-	if err := rx.Apply(res); err != nil {
-		return nil, zoneError(err)
-	}
-	col, err := res.Collection(dstEPSG)
-	if err != nil {
-		return nil, zoneError(err)
-	}
-	return col.WithPrescription(rx), nil
+	return col, nil
 }
 
 // writeZones answers col in format: the §2.4 collection as application/json
 // (geojson), or a zip (shapefile, isoxml), with a Content-Disposition file
 // name. date, when set, is sent as X-Image-Date.
 func writeZones(w http.ResponseWriter, col *zoning.Collection, format zoning.Format, fieldName, base, date string) error {
+	col.ImageDate = date
 	var buf bytes.Buffer
 	if err := format.Write(&buf, col, fieldName); err != nil {
 		return zoneError(err)

@@ -27,6 +27,10 @@ type Collection struct {
 	Unit string
 	// Quality, when set, is encoded as a top-level "quality" member.
 	Quality *Quality
+	// ImageDate, when set, is encoded as a top-level "image_date" member:
+	// the imagery the zones come from (one date, START/END for a layer
+	// averaged over a date range, comma-separated for several layers).
+	ImageDate string
 	// ZoneStats are the zones (ID, RasterVal, Dose, Pixels, AreaHa) when
 	// the collection comes from a Result; not encoded.
 	ZoneStats []Zone
@@ -181,6 +185,10 @@ func (c *Collection) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, `,"quality":`...)
 		b = append(b, q...)
+	}
+	if c.ImageDate != "" {
+		b = append(b, `,"image_date":`...)
+		b = strconv.AppendQuote(b, c.ImageDate)
 	}
 	b = append(b, '}')
 	return b, nil

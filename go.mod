@@ -11,7 +11,6 @@ require (
 	github.com/stretchr/testify v1.10.0
 	github.com/twpayne/go-geom v1.5.7
 	github.com/twpayne/go-shapefile v0.0.6
-	github.com/wroge/wgs84/v2 v2.0.0-alpha.20
 	golang.org/x/crypto v0.40.0
 	golang.org/x/image v0.29.0
 	gonum.org/v1/gonum v0.16.0

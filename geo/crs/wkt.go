@@ -147,12 +147,14 @@ func parseWKT(s string) (*wktNode, error) {
 
 // FromWKT finds the EPSG code of a CRS written as WKT: an ESRI .prj, OGC
 // WKT1 or WKT2. In order: the top-level AUTHORITY["EPSG",…] / ID["EPSG",…]
-// (returned even when this package cannot transform the code); the name,
-// in EPSG spelling or the common ESRI one (WGS_1984_UTM_Zone_33N,
-// ETRS_1989_UTM_Zone_32N, GCS_WGS_1984, …); else the projection method,
-// parameters, unit, ellipsoid and datum, matched against the table (several
-// codes can share them, e.g. NAD83 and NAD83(HARN) state plane zones: the
-// one whose datum or geographic CRS name matches wins, then the lowest code).
+// (returned even when this package cannot transform the code); the
+// projection method, parameters, unit, ellipsoid and datum matched against
+// the table (several codes can share them, e.g. NAD83 and NAD83(HARN) state
+// plane zones: the one whose name, then geographic CRS name, then datum
+// name matches wins, then the lowest code); else the name alone, in EPSG
+// spelling or the common ESRI one (WGS_1984_UTM_Zone_33N,
+// ETRS_1989_UTM_Zone_32N, GCS_WGS_1984, …), checked against the ellipsoid
+// when the WKT has one.
 func FromWKT(wkt string) (int, error) {
 	wkt = strings.TrimSpace(strings.TrimPrefix(wkt, "\ufeff"))
 	root, err := parseWKT(wkt)
@@ -179,10 +181,12 @@ func FromWKT(wkt string) (int, error) {
 	default:
 		return 0, fmt.Errorf("%w: %s[%q] is not a projected or geographic CRS", ErrNoMatch, root.key, name)
 	}
-	if code, ok := matchName(name, geographic, ellipsoidOf(root, geographic)); ok {
+	// The numbers decide when the WKT has them: EPSG reuses a name for
+	// deprecated variants with other parameters or units.
+	if code, ok := matchParams(root, geographic); ok {
 		return code, nil
 	}
-	if code, ok := matchParams(root, geographic); ok {
+	if code, ok := matchName(name, geographic, ellipsoidOf(root, geographic)); ok {
 		return code, nil
 	}
 	return 0, fmt.Errorf("%w: %s[%q]", ErrNoMatch, root.key, name)
@@ -299,7 +303,7 @@ var wktMethods = map[string][]method{
 	"lambertazimuthalequalarea": {mLAEA},
 	"obliquestereographic":      {mObliqueStereo}, "doublestereographic": {mObliqueStereo},
 	"polarstereographic": {mPolarStereo}, "stereographicnorthpole": {mPolarStereo}, "stereographicsouthpole": {mPolarStereo},
-	"mercator": {mMercator}, "mercator1sp": {mMercator}, "mercator2sp": {mMercator},
+	"mercator": {mMercator, mWebMercator}, "mercator1sp": {mMercator, mWebMercator}, "mercator2sp": {mMercator},
 	"mercatorauxiliarysphere": {mWebMercator}, "popularvisualisationpseudomercator": {mWebMercator},
 	"hotineobliquemercator": {mObliqueMercator, mSwissOblique}, "obliquemercator": {mObliqueMercator, mSwissOblique},
 	"hotineobliquemercatorazimuthcenter":        {mObliqueMercator, mSwissOblique},
@@ -346,6 +350,9 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 	var params [10]float64
 	var have [10]bool
 	unit := 1.0
+	if !geographic && root.child("PARAMETER", "CONVERSION") == nil {
+		return 0, false // a name and nothing else: matchName's job
+	}
 	if !geographic {
 		if conv := root.child("CONVERSION"); conv != nil { // WKT2
 			m := conv.child("METHOD")
@@ -387,7 +394,7 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 	params[pX0] *= unit
 	params[pY0] *= unit
 
-	geogName, datName := normName(geog.str(0)), normName(dat.str(0))
+	geogName, datName, fullName := normName(geog.str(0)), normName(dat.str(0)), normName(root.str(0))
 	best, bestScore := 0, -1
 	for i := range epsgTable {
 		en := &epsgTable[i]
@@ -402,12 +409,14 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 			continue
 		}
 		score := 0
-		if prefix, _, _ := strings.Cut(en.name, " / "); normName(prefix) == geogName {
-			score += 2
+		if normName(en.name) == fullName {
+			score += 8
 		}
-		if normName(d.name) == datName {
-			score++
-		}
+		// ESRI names often drop what EPSG appends ("Corrego_Alegre" for
+		// "Corrego Alegre 1970-72"): a prefix counts, less than equality.
+		prefix, _, _ := strings.Cut(en.name, " / ")
+		score += 2 * nameScore(normName(prefix), geogName)
+		score += nameScore(normName(d.name), datName)
 		if score > bestScore {
 			best, bestScore = int(en.code), score
 		}
@@ -416,6 +425,19 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 		return 0, false // an ellipsoid alone does not name a datum
 	}
 	return best, best != 0
+}
+
+// nameScore is 2 for equal names, 1 when one is a prefix of the other.
+func nameScore(a, b string) int {
+	switch {
+	case a == "" || b == "":
+		return 0
+	case a == b:
+		return 2
+	case strings.HasPrefix(a, b) || strings.HasPrefix(b, a):
+		return 1
+	}
+	return 0
 }
 
 func containsMethod(ms []method, m method) bool {

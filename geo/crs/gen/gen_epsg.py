@@ -207,6 +207,9 @@ def conversion(c, d):
     p["latts"] = float(d.get("lat_ts", 0))
     p["alpha"] = float(d.get("alpha", 0))
     p["gamma"] = float(d.get("gamma", p["alpha"]))
+    if not 0.5 < p["k0"] < 1.5:
+        # EPSG:6996/6997 carry 1.000007e-06: degenerate, and PROJ's inverse disagrees with its forward.
+        return None, "implausible scale factor %g" % p["k0"]
     flags = []
     axis = d.get("axis", "enu")
     if axis not in ("enu", "wsu", "wnu", "esu"):

@@ -308,7 +308,13 @@ var wktMethods = map[string][]method{
 	"hotineobliquemercator": {mObliqueMercator, mSwissOblique}, "obliquemercator": {mObliqueMercator, mSwissOblique},
 	"hotineobliquemercatorazimuthcenter":        {mObliqueMercator, mSwissOblique},
 	"hotineobliquemercatorazimuthnaturalorigin": {mObliqueMercator}, "hotineobliquemercatorvariantb": {mObliqueMercator, mSwissOblique},
-	"swissobliquecylindrical": {mSwissOblique}, "rectifiedskeworthomorphicnaturalorigin": {mObliqueMercator},
+	"swissobliquecylindrical": {mSwissOblique},
+	// WKT2 writes EPSG's method names.
+	"lambertconicconformal1sp": {mLCC}, "lambertconicconformal2sp": {mLCC}, "lambertconicconformal2spmichigan": {mLCC},
+	"lambertconicconformal2spbelgium": {mLCC}, "albersequalarea": {mAlbers},
+	"polarstereographicvarianta": {mPolarStereo}, "polarstereographicvariantb": {mPolarStereo},
+	"mercatorvarianta": {mMercator}, "mercatorvariantb": {mMercator},
+	"hotineobliquemercatorvarianta": {mObliqueMercator}, "rectifiedskeworthomorphicnaturalorigin": {mObliqueMercator},
 	"rectifiedskeworthomorphiccenter": {mObliqueMercator},
 }
 
@@ -325,6 +331,7 @@ var wktParams = map[string]int{
 	"azimuth": pAlpha, "azimuthofinitialline": pAlpha, "azimuthofcentreline": pAlpha,
 	"rectifiedgridangle": pGamma, "anglefromrectifiedtoskewgrid": pGamma,
 	"latitudeoffalseorigin": pLat0, "longitudeoffalseorigin": pLon0,
+	"latitudeofstandardparallel": pLat1,
 }
 
 // matchParams matches a WKT definition to table entries by its numbers.
@@ -348,7 +355,7 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 	}
 	var meth []method
 	var params [10]float64
-	var have [10]bool
+	var have, inMetres [10]bool
 	unit := 1.0
 	if !geographic && root.child("PARAMETER", "CONVERSION") == nil {
 		return 0, false // a name and nothing else: matchName's job
@@ -359,21 +366,23 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 			meth = wktMethods[normName(m.str(0))]
 			for _, x := range conv.args {
 				if c, ok := x.(*wktNode); ok && c.key == "PARAMETER" {
-					setParam(c, &params, &have)
+					setParam(c, &params, &have, &inMetres)
 				}
 			}
 		} else {
 			meth = wktMethods[normName(root.child("PROJECTION").str(0))]
 			for _, x := range root.args {
 				if c, ok := x.(*wktNode); ok && c.key == "PARAMETER" {
-					setParam(c, &params, &have)
+					setParam(c, &params, &have, &inMetres)
 				}
 			}
 		}
-		if u := root.child("UNIT", "LENGTHUNIT"); u != nil {
-			if f, ok := u.num(1); ok && f > 0 {
-				unit = f
-			}
+		u := root.child("UNIT", "LENGTHUNIT")
+		if u == nil { // WKT2 puts the unit in each axis
+			u = root.child("AXIS").child("LENGTHUNIT")
+		}
+		if f, ok := u.num(1); ok && f > 0 {
+			unit = f
 		}
 		if len(meth) == 0 {
 			return 0, false
@@ -391,8 +400,11 @@ func matchParams(root *wktNode, geographic bool) (int, bool) {
 	if !have[pGamma] {
 		params[pGamma] = params[pAlpha]
 	}
-	params[pX0] *= unit
-	params[pY0] *= unit
+	for _, i := range [...]int{pX0, pY0} {
+		if !inMetres[i] {
+			params[i] *= unit
+		}
+	}
 
 	geogName, datName, fullName := normName(geog.str(0)), normName(dat.str(0)), normName(root.str(0))
 	best, bestScore := 0, -1
@@ -449,14 +461,23 @@ func containsMethod(ms []method, m method) bool {
 	return false
 }
 
-func setParam(c *wktNode, params *[10]float64, have *[10]bool) {
+// setParam reads one PARAMETER; a WKT2 length with its own LENGTHUNIT is
+// converted to metres here.
+func setParam(c *wktNode, params *[10]float64, have, inMetres *[10]bool) {
 	i, ok := wktParams[normName(c.str(0))]
 	if !ok {
 		return
 	}
-	if v, ok := c.num(1); ok {
-		params[i], have[i] = v, true
+	v, ok := c.num(1)
+	if !ok {
+		return
 	}
+	if u := c.child("LENGTHUNIT"); u != nil {
+		if f, ok := u.num(1); ok && f > 0 {
+			v, inMetres[i] = v*f, true
+		}
+	}
+	params[i], have[i] = v, true
 }
 
 // sameParams compares WKT parameters with a table entry's, angles to

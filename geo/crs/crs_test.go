@@ -124,8 +124,8 @@ func TestIdentity(t *testing.T) {
 
 func TestUnsupported(t *testing.T) {
 	for _, tc := range []struct{ from, to, bad int }{
-		{4326, 5514, 5514}, // Krovak: not implemented
-		{5514, 4326, 5514},
+		{4326, 8857, 8857}, // Equal Earth: not implemented
+		{8857, 4326, 8857},
 		{4326, 32600, 32600}, // no such code
 		{4326, 0, 0},
 		{-1, 4326, -1},
@@ -140,7 +140,7 @@ func TestUnsupported(t *testing.T) {
 		assert.Contains(t, err.Error(), fmt.Sprintf("EPSG:%d", tc.bad))
 		assert.False(t, crs.Supported(tc.bad))
 	}
-	for _, code := range []int{4326, 4258, 3857, 900913, 3035, 32601, 32660, 32701, 32760, 25828, 25838, 2154, 27700, 28992, 31370, 2263, 3031, 32661} {
+	for _, code := range []int{4326, 4258, 3857, 900913, 3035, 32601, 32660, 32701, 32760, 25828, 25838, 2154, 27700, 28992, 31370, 2263, 3031, 32661, 8353} {
 		assert.True(t, crs.Supported(code), "EPSG:%d", code)
 	}
 }
@@ -169,7 +169,7 @@ func TestParseEPSG(t *testing.T) {
 		{in: "http://www.opengis.net/def/crs/EPSG/0/3857", want: 3857},
 		{in: "urn:ogc:def:crs:OGC:1.3:CRS84", want: 4326},
 		{in: "CRS84", want: 4326},
-		{in: "EPSG:5514", want: 5514, unsup: true},
+		{in: "EPSG:8857", want: 8857, unsup: true},
 		{in: "EPSG:2154", want: 2154},
 		{in: "EPSG:27700", want: 27700},
 		{in: "", malformed: true},
@@ -243,11 +243,11 @@ func ExampleNew() {
 func ExampleParseEPSG() {
 	code, err := crs.ParseEPSG("urn:ogc:def:crs:EPSG::32633")
 	fmt.Println(code, err)
-	_, err = crs.ParseEPSG("EPSG:5514")
+	_, err = crs.ParseEPSG("EPSG:8857")
 	fmt.Println(err)
 	// Output:
 	// 32633 <nil>
-	// unsupported CRS EPSG:5514
+	// unsupported CRS EPSG:8857
 }
 
 func BenchmarkTransformUTM(b *testing.B) {

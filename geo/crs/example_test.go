@@ -12,11 +12,11 @@ func ExampleLookup() {
 		panic(err)
 	}
 	fmt.Println(info.Name, "|", info.Method, "| Helmert:", info.Helmert)
-	_, err = crs.Lookup(5514)
+	_, err = crs.Lookup(8857)
 	fmt.Println(err)
 	// Output:
 	// RGF93 v1 / Lambert-93 | Lambert Conic Conformal | Helmert: false
-	// unsupported CRS EPSG:5514
+	// unsupported CRS EPSG:8857
 }
 
 func ExampleFromWKT() {

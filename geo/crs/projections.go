@@ -39,6 +39,8 @@ func newProjection(en *entry, el ellipsoid) (projection, error) {
 		return newSwiss(el, p), nil
 	case mObliqueMercator:
 		return newHotine(el, p, en.flags&flagNoUOff != 0), nil
+	case mKrovak:
+		return newKrovak(el, p), nil
 	}
 	return nil, fmt.Errorf("EPSG:%d: projection method %d not implemented", en.code, en.method)
 }
@@ -517,4 +519,64 @@ func (o *hotine) inverse(e, n float64) (float64, float64) {
 	lat := o.el.phiOfPsi(-math.Log(t))
 	lon := o.lam0 - math.Atan2(s*o.cg0-v*o.sg0, math.Cos(o.b*uu/o.a))/o.b
 	return lon, lat
+}
+
+// ---- Krovak, north-orientated (EPSG 1041, PROJ krovak): easting −Y,
+// northing −X of the classical south/west-orientated grid (GN7-2 §3.2.5).
+
+type krovak struct {
+	el                       ellipsoid
+	lon0, b, t0, n, r0, tanp float64
+	sa, ca                   float64 // sin, cos of αc, the co-latitude of the cone axis
+	x0, y0                   float64
+}
+
+func newKrovak(el ellipsoid, p [10]float64) *krovak {
+	phic, phip := p[pLat0]*deg, p[pLatTS]*deg
+	sc, cc := math.Sincos(phic)
+	a := el.a * math.Sqrt(1-el.e2) / (1 - el.e2*sc*sc)
+	b := math.Sqrt(1 + el.e2*cc*cc*cc*cc/(1-el.e2))
+	g0 := math.Asin(sc / b)
+	t0 := math.Tan(math.Pi/4+g0/2) * math.Pow((1+el.e*sc)/(1-el.e*sc), el.e*b/2) / math.Pow(math.Tan(math.Pi/4+phic/2), b)
+	k := &krovak{el: el, lon0: p[pLon0] * deg, b: b, t0: t0, n: math.Sin(phip), r0: p[pK0] * a / math.Tan(phip),
+		tanp: math.Tan(math.Pi/4 + phip/2), x0: p[pX0], y0: p[pY0]}
+	k.sa, k.ca = math.Sincos(p[pAlpha] * deg)
+	return k
+}
+
+func (k *krovak) forward(lon, lat float64) (float64, float64) {
+	s := k.el.e * math.Sin(lat)
+	u := 2 * (math.Atan(k.t0*math.Pow(math.Tan(lat/2+math.Pi/4), k.b)/math.Pow((1+s)/(1-s), k.el.e*k.b/2)) - math.Pi/4)
+	v := k.b * wrapPi(k.lon0-lon)
+	su, cu := math.Sincos(u)
+	t := math.Asin(k.ca*su + k.sa*cu*math.Cos(v))
+	d := math.Asin(cu * math.Sin(v) / math.Cos(t))
+	theta := k.n * d
+	r := k.r0 * math.Pow(k.tanp, k.n) / math.Pow(math.Tan(t/2+math.Pi/4), k.n)
+	xp, yp := r*math.Cos(theta), r*math.Sin(theta)
+	return k.x0 - yp, k.y0 - xp
+}
+
+func (k *krovak) inverse(e, n float64) (float64, float64) {
+	yp, xp := k.x0-e, k.y0-n
+	r := math.Hypot(xp, yp)
+	theta := math.Atan2(yp, xp)
+	d := theta / k.n
+	t := 2 * (math.Atan(math.Pow(k.r0/r, 1/k.n)*k.tanp) - math.Pi/4)
+	st, ct := math.Sincos(t)
+	u := math.Asin(k.ca*st - k.sa*ct*math.Cos(d))
+	v := math.Asin(ct * math.Sin(d) / math.Cos(u))
+	lon := k.lon0 - v/k.b
+	base := math.Pow(k.t0, -1/k.b) * math.Pow(math.Tan(u/2+math.Pi/4), 1/k.b)
+	phi := u
+	for range 20 {
+		s := k.el.e * math.Sin(phi)
+		next := 2 * (math.Atan(base*math.Pow((1+s)/(1-s), k.el.e/2)) - math.Pi/4)
+		if math.Abs(next-phi) < 1e-14 {
+			phi = next
+			break
+		}
+		phi = next
+	}
+	return lon, phi
 }

@@ -42,6 +42,7 @@ const (
 	mWebMercator
 	mSwissOblique
 	mObliqueMercator
+	mKrovak
 )
 
 var methodNames = [...]string{
@@ -56,6 +57,7 @@ var methodNames = [...]string{
 	mWebMercator:     "Popular Visualisation Pseudo Mercator",
 	mSwissOblique:    "Hotine Oblique Mercator (Swiss, variant B)",
 	mObliqueMercator: "Hotine Oblique Mercator",
+	mKrovak:          "Krovak (North Orientated)",
 }
 
 func (m method) String() string { return methodNames[m] }

@@ -49,7 +49,7 @@ func TestLookup(t *testing.T) {
 			assert.True(t, Supported(tc.code))
 		})
 	}
-	for _, code := range []int{0, -1, 5514, 99999999} {
+	for _, code := range []int{0, -1, 8857, 99999999} {
 		_, err := Lookup(code)
 		var ue *UnsupportedError
 		require.True(t, errors.As(err, &ue), "EPSG:%d", code)

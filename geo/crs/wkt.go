@@ -314,7 +314,8 @@ var wktMethods = map[string][]method{
 	"lambertconicconformal2spbelgium": {mLCC}, "albersequalarea": {mAlbers},
 	"polarstereographicvarianta": {mPolarStereo}, "polarstereographicvariantb": {mPolarStereo},
 	"mercatorvarianta": {mMercator}, "mercatorvariantb": {mMercator},
-	"hotineobliquemercatorvarianta": {mObliqueMercator}, "rectifiedskeworthomorphicnaturalorigin": {mObliqueMercator},
+	"hotineobliquemercatorvarianta": {mObliqueMercator},
+	"krovak": {mKrovak}, "krovaknorthorientated": {mKrovak}, "rectifiedskeworthomorphicnaturalorigin": {mObliqueMercator},
 	"rectifiedskeworthomorphiccenter": {mObliqueMercator},
 }
 

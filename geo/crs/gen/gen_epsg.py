@@ -44,7 +44,7 @@ warnings.simplefilter("ignore")
 
 WGS84 = CRS.from_epsg(4326)
 HELMERT_MAX_M = 0.99  # a Helmert further than this from PROJ's best is refused
-SUPPORTED = {"tmerc", "utm", "lcc", "aea", "laea", "sterea", "stere", "merc", "somerc", "omerc", "longlat"}
+SUPPORTED = {"tmerc", "utm", "lcc", "aea", "laea", "sterea", "stere", "merc", "somerc", "omerc", "longlat", "krovak"}
 
 
 def geod_dist(lon1, lat1, lon2, lat2):
@@ -204,7 +204,7 @@ def conversion(c, d):
     p["k0"] = float(d.get("k", d.get("k_0", 1)))
     p["x0"] = float(d.get("x_0", 0))
     p["y0"] = float(d.get("y_0", 0))
-    p["latts"] = float(d.get("lat_ts", 0))
+    p["latts"] = float(d.get("lat_ts", 78.5 if proj == "krovak" else 0))  # Krovak's pseudo standard parallel
     p["alpha"] = float(d.get("alpha", 0))
     p["gamma"] = float(d.get("gamma", p["alpha"]))
     if not 0.5 < p["k0"] < 1.5:
@@ -220,7 +220,7 @@ def conversion(c, d):
         flags.append("flagSouth")
     method = {"tmerc": "mTM", "lcc": "mLCC", "aea": "mAlbers", "laea": "mLAEA", "sterea": "mObliqueStereo",
               "stere": "mPolarStereo", "merc": "mMercator", "somerc": "mSwissOblique", "omerc": "mObliqueMercator",
-              "longlat": "mGeographic"}[proj]
+              "longlat": "mGeographic", "krovak": "mKrovak"}[proj]
     if proj == "merc" and d.get("nadgrids") == "@null":
         if float(d.get("a", 0)) != 6378137 or float(d.get("b", 0)) != 6378137:
             return None, "unusual pseudo-Mercator sphere"

@@ -315,7 +315,7 @@ var wktMethods = map[string][]method{
 	"polarstereographicvarianta": {mPolarStereo}, "polarstereographicvariantb": {mPolarStereo},
 	"mercatorvarianta": {mMercator}, "mercatorvariantb": {mMercator},
 	"hotineobliquemercatorvarianta": {mObliqueMercator},
-	"krovak": {mKrovak}, "krovaknorthorientated": {mKrovak}, "rectifiedskeworthomorphicnaturalorigin": {mObliqueMercator},
+	"krovak":                        {mKrovak}, "krovaknorthorientated": {mKrovak}, "rectifiedskeworthomorphicnaturalorigin": {mObliqueMercator},
 	"rectifiedskeworthomorphiccenter": {mObliqueMercator},
 }
 

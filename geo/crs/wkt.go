@@ -194,7 +194,7 @@ func FromWKT(wkt string) (int, error) {
 
 var (
 	utmNameRE = regexp.MustCompile(`(?i)^(WGS[ _]?(?:19)?84|ETRS[ _]?(?:19)?89)[ _/]+UTM[ _]zone[ _](\d{1,2})([NS])$`)
-	yearRE    = regexp.MustCompile(`19([0-9]{2})`)
+	yearRE    = regexp.MustCompile(`(?:19|20)([0-9]{2})`)
 )
 
 // normName folds the EPSG and ESRI spellings of a name together:
@@ -226,6 +226,7 @@ var nameAliases = strings.NewReplacer(
 	"europeanterrestrialreferencesystem", "etrs",
 	"worldgeodeticsystem", "wgs",
 	"reseaugeodesiquefrancais", "rgf",
+	"adj", "", // ESRI's Pulkovo_1942_Adj_1958 is EPSG's Pulkovo 1942(58)
 )
 
 // ellipsoidOf returns a and 1/f of the WKT's ellipsoid, or nil without one.

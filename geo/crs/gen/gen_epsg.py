@@ -136,6 +136,9 @@ def classify_datum(geod, rng, area=None):
         return None, None, None, "datum has no area of use", None
     pts = bbox_points(area, 9, rng)
     default = Transformer.from_crs(geod, WGS84, always_xy=True)
+    # Of all Helmerts PROJ offers, keep the one closest to PROJ's own choice
+    # over the area (which may differ from point to point).
+    found = None
     for t in tg.transformers:
         hp = parse_helmert(t.definition)
         if hp is None:
@@ -147,11 +150,15 @@ def classify_datum(geod, rng, area=None):
             if not all(math.isfinite(v) for v in a + b):
                 continue
             worst = max(worst, geod_dist(a[0], a[1], b[0], b[1]))
-        if worst <= HELMERT_MAX_M:
-            return "helmert", hp + [t.accuracy if t.accuracy and t.accuracy > 0 else 0], worst, "", t.definition
-        return None, None, worst, "Helmert %r is %.2f m from PROJ's best transformation (%s)" % (
-            t.description, worst, best.description), None
-    return None, None, None, "best transformation to WGS 84 is not a Helmert (%s)" % best.description, None
+        if found is None or worst < found[0]:
+            found = (worst, hp, t)
+    if found is None:
+        return None, None, None, "best transformation to WGS 84 is not a Helmert (%s)" % best.description, None
+    worst, hp, t = found
+    if worst <= HELMERT_MAX_M:
+        return "helmert", hp + [t.accuracy if t.accuracy and t.accuracy > 0 else 0], worst, "", t.definition
+    return None, None, worst, "the closest Helmert (%s) is %.2f m from PROJ's transformations over the area" % (
+        t.description, worst), None
 
 
 def tolerance(kind):

@@ -36,6 +36,8 @@ func TestLookup(t *testing.T) {
 		{900913, "WGS 84 / Pseudo-Mercator", "Popular Visualisation Pseudo Mercator", 1, false, false},
 		{4283, "GDA94", "Geographic 2D", 1, true, false},
 		{4313, "BD72", "Geographic 2D", 1, true, true},
+		{8353, "S-JTSK [JTSK03] / Krovak East North", "Krovak (North Orientated)", 1, false, true},
+		{2193, "NZGD2000 / New Zealand Transverse Mercator 2000", "Transverse Mercator", 1, false, false},
 	} {
 		t.Run(fmt.Sprint(tc.code), func(t *testing.T) {
 			info, err := Lookup(tc.code)

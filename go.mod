@@ -19,7 +19,6 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/twpayne/go-geom v1.5.7
 	github.com/twpayne/go-shapefile v0.0.6
-	github.com/wroge/wgs84/v2 v2.0.0-alpha.20
 	golang.org/x/crypto v0.57.0
 	golang.org/x/image v0.29.0
 	golang.org/x/sync v0.24.0

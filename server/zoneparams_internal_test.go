@@ -45,7 +45,7 @@ func TestParseZonesParams(t *testing.T) {
 		{"n_zones", "0", "n_zones"},
 		{"n_zones", "101", "n_zones"},
 		{"layers", "", "layers"},
-		{"dst_crs", "2154", "dst_crs"},
+		{"dst_crs", "8857", "dst_crs"},
 		{"dst_crs", "foo", "dst_crs"},
 		{"format", "kml", "format"},
 		{"type", "lime", "type"},
@@ -74,8 +74,8 @@ func TestParseZonesParams(t *testing.T) {
 	}
 	_, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "3", "layers": `[{"type":"custom","weight":1,"filename":"a.shp","attribute":"x"}]`}))
 	assert.ErrorIs(t, err, zoning.ErrNoCropHealthLayer)
-	_, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "3", "dst_crs": "2154", "layers": oneLayer}))
-	assert.ErrorContains(t, err, "2154", "the unsupported code is named")
+	_, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "3", "dst_crs": "8857", "layers": oneLayer}))
+	assert.ErrorContains(t, err, "8857", "the unsupported code is named")
 }
 
 func TestParsePrescriptionParams(t *testing.T) {

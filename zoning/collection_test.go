@@ -82,8 +82,8 @@ func TestCollectionReproject(t *testing.T) {
 	js, err := utm.MarshalJSON()
 	require.NoError(t, err)
 	assert.Contains(t, string(js), `"urn:ogc:def:crs:EPSG::32631"`)
-	_, err = c.Reproject(2154)
-	assert.ErrorContains(t, err, "2154")
+	_, err = c.Reproject(8857)
+	assert.ErrorContains(t, err, "8857")
 }
 
 func TestParseCollectionErrors(t *testing.T) {

@@ -8,12 +8,13 @@ import (
 	"math"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/paulmach/orb"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-shapefile"
+
+	"github.com/cropkit/cropkit/geo/crs"
 )
 
 // This file is the only one that sees go-geom: shapes are converted to orb
@@ -312,59 +313,15 @@ var (
 	utmRE       = regexp.MustCompile(`(?i)^(WGS[ _]?(?:19)?84|ETRS[ _]?(?:19)?89)[ _/]+UTM[ _]zone[ _](\d{1,2})([NS])$`)
 )
 
-// EPSGFromPRJ finds the EPSG code of a .prj (ESRI or OGC WKT): the
-// top-level AUTHORITY["EPSG",…] or ID["EPSG",…] when present, else the
-// coordinate system's name, in the common ESRI and EPSG spellings:
-// WGS_1984_UTM_Zone_33N / "WGS 84 / UTM zone 33N" (326xx, 327xx),
-// ETRS_1989_UTM_Zone_32N (258xx), GCS_WGS_1984 / "WGS 84" (4326),
-// GCS_ETRS_1989 (4258), WGS_1984_Web_Mercator_Auxiliary_Sphere (3857),
-// ETRS_1989_LAEA (3035).
+// EPSGFromPRJ finds the EPSG code of a .prj (ESRI or OGC WKT) with
+// crs.FromWKT: the top-level AUTHORITY["EPSG",…] or ID["EPSG",…] when
+// present, else the coordinate system's name (EPSG or common ESRI
+// spelling), else its projection, parameters, unit, ellipsoid and datum
+// matched against every EPSG code the crs package supports.
 func EPSGFromPRJ(wkt string) (int, error) {
-	wkt = strings.TrimSpace(strings.TrimPrefix(wkt, "\ufeff"))
-	for _, re := range []*regexp.Regexp{authorityRE, idRE} {
-		if m := re.FindStringSubmatch(wkt); m != nil {
-			if code, err := strconv.Atoi(m[1]); err == nil && code > 0 {
-				return code, nil
-			}
-		}
+	code, err := crs.FromWKT(wkt)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnknownPRJ, err)
 	}
-	m := headRE.FindStringSubmatch(wkt)
-	if m == nil {
-		return 0, fmt.Errorf("%w: %.60q is not WKT", ErrUnknownPRJ, wkt)
-	}
-	kind, name := strings.ToUpper(m[1]), strings.TrimSpace(m[2])
-	norm := strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(name))
-	switch kind {
-	case "GEOGCS", "GEOGCRS", "GEODCRS":
-		switch norm {
-		case "GCS_WGS_1984", "WGS_84", "WGS_1984", "WGS84":
-			return 4326, nil
-		case "GCS_ETRS_1989", "ETRS89", "ETRS_1989":
-			return 4258, nil
-		}
-	case "PROJCS", "PROJCRS":
-		if u := utmRE.FindStringSubmatch(name); u != nil {
-			zone, _ := strconv.Atoi(u[2])
-			if zone >= 1 && zone <= 60 {
-				south := strings.EqualFold(u[3], "S")
-				switch {
-				case strings.HasPrefix(strings.ToUpper(u[1]), "ETRS"):
-					if !south {
-						return 25800 + zone, nil
-					}
-				case south:
-					return 32700 + zone, nil
-				default:
-					return 32600 + zone, nil
-				}
-			}
-		}
-		switch norm {
-		case "WGS_1984_WEB_MERCATOR_AUXILIARY_SPHERE", "WGS_84_/_PSEUDO_MERCATOR", "WGS_1984_WEB_MERCATOR":
-			return 3857, nil
-		case "ETRS_1989_LAEA", "ETRS89_/_LAEA_EUROPE", "ETRS89_LAEA_EUROPE", "ETRS_1989_LAEA_EUROPE":
-			return 3035, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: %s[%q]", ErrUnknownPRJ, kind, name)
+	return code, nil
 }

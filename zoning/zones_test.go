@@ -536,8 +536,8 @@ func TestResultCollectionAndPrescription(t *testing.T) {
 		assert.Equal(t, res.Zones[f.Zone-1].Dose, f.Dose)
 		assert.InDelta(t, 4.06, f.Polygon[0][0][0], 0.05, "longitude near the synthetic grid")
 	}
-	_, err = res.Collection(2154)
-	assert.ErrorContains(t, err, "2154")
+	_, err = res.Collection(8857)
+	assert.ErrorContains(t, err, "8857")
 
 	// Every format writes.
 	for _, f := range []Format{GeoJSON, Shapefile, ISOXML} {

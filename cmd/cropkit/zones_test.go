@@ -96,7 +96,7 @@ func TestZonesCommandErrors(t *testing.T) {
 	}{
 		{"missing flags", []string{"--scene", scene}, "required"},
 		{"bad format", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--format", "kml"}, "unknown format"},
-		{"bad crs", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--dst-crs", "2154"}, "2154"},
+		{"bad crs", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--dst-crs", "8857"}, "8857"},
 		{"unknown field", []string{"--scene", scene, "--fields", fields, "--field", "XX", "--zones", "3", "--out", out}, "no field \"XX\""},
 		{"no scene of date", []string{"--scene", scene, "--fields", fields, "--field", "UES-03", "--zones", "3", "--out", out, "--date", "2019-01-01"}, "no scene of 2019-01-01"},
 		{"too many zones", []string{"--scene", scene, "--fields", fields, "--field", "UES-16", "--zones", "100", "--out", out}, "n_zones 100 is above the 27 usable pixels"},

@@ -1,16 +1,30 @@
-// Package crs transforms coordinates between the EPSG coordinate reference
-// systems cropkit supports, behind a small interface over github.com/wroge/wgs84/v2.
+// Package crs transforms coordinates between EPSG coordinate reference
+// systems, in pure Go, from a table generated from the EPSG dataset.
 //
-// Supported codes: EPSG:4326 (WGS 84), EPSG:4258 (ETRS89 geographic),
-// EPSG:3857 and its old alias 900913 (Web Mercator), EPSG:32601–32660 and
-// 32701–32760 (WGS 84 / UTM north and south), EPSG:25828–25838 (ETRS89 / UTM)
-// and EPSG:3035 (ETRS89 / LAEA Europe). ETRS89 and WGS 84 are treated as the
-// same datum (a null transformation, as PROJ does without a time-dependent
-// grid), which is exact to well under a metre and far below a Sentinel-2 pixel.
+// Supported: every EPSG projected and geographic 2D CRS whose conversion is
+// Transverse Mercator (also south-orientated), Lambert Conic Conformal
+// (1SP, 2SP, Michigan, Belgium), Albers Equal Area, Lambert Azimuthal Equal
+// Area, Oblique Stereographic, Polar Stereographic (variants A and B),
+// Mercator (variants A and B), Popular Visualisation Pseudo Mercator (3857;
+// 900913 is an alias) or Hotine Oblique Mercator (variants A and B), in any
+// linear unit (metre, US survey foot, foot, …), on a datum that is either
+// equal to WGS 84 for mapping purposes (ETRS89, NAD83, GDA94, GDA2020,
+// NZGD2000, SIRGAS, …: PROJ's best transformation is a null one) or has a
+// published Helmert transformation to WGS 84 within 1 m of PROJ's best one
+// (BD72, OSGB36, Amersfoort, CH1903+, …). Lookup tells which.
 //
-// EPSG:27700 (British National Grid) is deliberately not supported: the
-// library resolves its OSTN15 grid from the process's working directory and
-// otherwise silently falls back to a 2 m Helmert approximation.
+// The table (zz_epsg_table.go) and the reference coordinates the tests
+// check it against (testdata/pyproj_reference.json) come from
+// gen/gen_epsg.py, run with Debian's python3-pyproj and proj-data:
+//
+//	cd geo/crs && go generate
+//
+// Datums equal to WGS 84 hand geographic coordinates over unchanged (as PROJ
+// does without a time-dependent grid): exact to a metre or two at most and
+// far below a Sentinel-2 pixel. Helmert datums go through Earth-centred
+// coordinates at zero ellipsoidal height, as PROJ's pipelines do.
+// Grid-based shifts (OSTN15, NADCON, BETA2007, …) are not applied: a datum
+// whose Helmert is more than 1 m from PROJ's grid is refused.
 package crs
 
 import (
@@ -21,7 +35,6 @@ import (
 	"strings"
 
 	"github.com/paulmach/orb"
-	"github.com/wroge/wgs84/v2"
 )
 
 // ErrUnsupportedCRS is matched (errors.Is) by every error about an EPSG code
@@ -45,90 +58,189 @@ func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupport
 // Transformer maps coordinates from one CRS to another. X is easting or
 // longitude, Y northing or latitude (GeoJSON axis order, whatever the EPSG axis order).
 //
-// A coordinate the transformation cannot map (outside the datum's area of
-// use) comes back as NaN, NaN: Transformer has no error result, so callers
+// A coordinate the transformation cannot map (outside the projection's
+// domain) comes back as NaN, NaN: Transformer has no error result, so callers
 // that need to report it check with math.IsNaN (geo.Transform does).
 type Transformer interface {
 	Transform(x, y float64) (float64, float64)
 }
 
+// Info describes a supported EPSG code.
+type Info struct {
+	EPSG       int
+	Name       string  // EPSG name, e.g. "RGF93 v1 / Lambert-93"
+	Method     string  // projection method, "Geographic 2D" for longitude/latitude
+	Datum      string  // EPSG datum name
+	Geographic bool    // coordinates are longitude, latitude in degrees
+	Unit       float64 // metres per axis unit (projected CRSs); 1 for geographic ones
+	// Helmert is true when the datum shift to WGS 84 is a Helmert
+	// transformation rather than none. HelmertAccuracy is its accuracy as
+	// EPSG states it (m, 0 when unknown); the generator checked it against
+	// PROJ's best available transformation (within 1 m), which for some
+	// datums (OSGB36 without the OSTN15 grid) is the same Helmert.
+	Helmert         bool
+	HelmertAccuracy float64
+}
+
+// Lookup returns what the table knows about an EPSG code, or an
+// *UnsupportedError naming it.
+func Lookup(epsg int) (Info, error) {
+	en, ok := find(epsg)
+	if !ok {
+		return Info{}, &UnsupportedError{EPSG: epsg}
+	}
+	d := &datums[en.datum]
+	return Info{EPSG: epsg, Name: en.name, Method: en.method.String(), Datum: d.name,
+		Geographic: en.method == mGeographic, Unit: en.unit, Helmert: d.shift == shiftHelmert,
+		HelmertAccuracy: d.helmertAcc}, nil
+}
+
 // Supported reports whether EPSG code epsg can be used with New.
 func Supported(epsg int) bool {
-	switch {
-	case epsg == 4326, epsg == 4258, epsg == 3857, epsg == 900913, epsg == 3035:
-		return true
-	case epsg >= 32601 && epsg <= 32660, epsg >= 32701 && epsg <= 32760:
-		return true
-	case epsg >= 25828 && epsg <= 25838:
-		return true
-	}
-	return false
+	_, ok := find(epsg)
+	return ok
 }
 
 // New returns the transformer from EPSG code from to EPSG code to, or an
 // *UnsupportedError when either is not supported. The same code twice gives
 // the identity.
 func New(from, to int) (Transformer, error) {
-	for _, code := range [...]int{from, to} {
-		if !Supported(code) {
-			return nil, &UnsupportedError{EPSG: code}
-		}
+	src, err := newSystem(from)
+	if err != nil {
+		return nil, err
 	}
-	if from == to {
+	dst, err := newSystem(to)
+	if err != nil {
+		return nil, err
+	}
+	if from == to || (from == 3857 && to == 900913) || (from == 900913 && to == 3857) {
 		return identity{}, nil
 	}
-	src, ok := wgs84.EPSG[from]
-	if !ok {
-		return nil, &UnsupportedError{EPSG: from}
-	}
-	dst, ok := wgs84.EPSG[to]
-	if !ok {
-		return nil, &UnsupportedError{EPSG: to}
-	}
-	// The library converts between different ellipsoids through geocentric
-	// coordinates and refuses points outside ETRS89's European area of use.
-	// WGS 84 and ETRS89 share every defining parameter cropkit relies on
-	// (GRS80 and WGS84 ellipsoids differ by 0.1 mm in the semi-minor axis),
-	// so a direct geographic hand-over is both faster and usable worldwide.
-	return &transformer{from: fixed(src.CoordinateSystem), to: fixed(dst.CoordinateSystem), fromS: src.Datum.Spheroid, toS: dst.Datum.Spheroid}, nil
-}
-
-// fixed swaps in corrected implementations where the library has a known error.
-func fixed(cs wgs84.CoordinateSystem) wgs84.CoordinateSystem {
-	switch c := cs.(type) {
-	case wgs84.TransverseMercator:
-		return tmerc{c}
-	case wgs84.LambertAzimuthalEqualArea:
-		return laea{c}
-	}
-	return cs
+	t := &transformer{src: src, dst: dst}
+	sd, dd := src.datum, dst.datum
+	// Datums equal to WGS 84 share geographic coordinates; otherwise go
+	// through WGS 84 geocentric coordinates unless both are the same datum.
+	t.shift = !(sd.shift == shiftNone && dd.shift == shiftNone) &&
+		(sd.helmert != dd.helmert || sd.a != dd.a || sd.rf != dd.rf)
+	return t, nil
 }
 
 type identity struct{}
 
 func (identity) Transform(x, y float64) (float64, float64) { return x, y }
 
-type transformer struct {
-	from, to   wgs84.CoordinateSystem
-	fromS, toS wgs84.Spheroid
+// system is one side of a transformation: projection, unit, axes and datum.
+type system struct {
+	en    *entry
+	datum *datum
+	el    ellipsoid
+	proj  projection // nil for geographic CRSs
+	pm    float64    // prime meridian, radians
 }
 
+func newSystem(code int) (*system, error) {
+	en, ok := find(code)
+	if !ok {
+		return nil, &UnsupportedError{EPSG: code}
+	}
+	d := &datums[en.datum]
+	s := &system{en: en, datum: d, el: newEllipsoid(d.a, d.rf), pm: d.pm * deg}
+	if en.method != mGeographic {
+		p, err := newProjection(en, s.el)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", &UnsupportedError{EPSG: code}, err)
+		}
+		s.proj = p
+	}
+	return s, nil
+}
+
+// toGeographic gives Greenwich longitude and latitude in radians.
+func (s *system) toGeographic(x, y float64) (lon, lat float64) {
+	if s.proj == nil {
+		return x*deg + s.pm, y * deg
+	}
+	if s.en.flags&flagWest != 0 {
+		x = -x
+	}
+	if s.en.flags&flagSouth != 0 {
+		y = -y
+	}
+	lon, lat = s.proj.inverse(x*s.en.unit, y*s.en.unit)
+	return lon + s.pm, lat
+}
+
+func (s *system) fromGeographic(lon, lat float64) (x, y float64) {
+	lon -= s.pm
+	if s.proj == nil {
+		return wrapPi(lon) / deg, lat / deg
+	}
+	x, y = s.proj.forward(lon, lat)
+	x, y = x/s.en.unit, y/s.en.unit
+	if s.en.flags&flagWest != 0 {
+		x = -x
+	}
+	if s.en.flags&flagSouth != 0 {
+		y = -y
+	}
+	return x, y
+}
+
+type transformer struct {
+	src, dst *system
+	shift    bool
+}
+
+// Transform maps one coordinate; see Transformer.
 func (t *transformer) Transform(x, y float64) (float64, float64) {
 	if math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
 		return math.NaN(), math.NaN()
 	}
-	lon, lat, _ := t.from.ToGeographic(x, y, 0, t.fromS)
-	if math.IsNaN(lon) || math.IsNaN(lat) || lat < -90 || lat > 90 {
+	lon, lat := t.src.toGeographic(x, y)
+	if math.IsNaN(lon) || math.IsNaN(lat) || math.Abs(lat) > math.Pi/2 {
 		return math.NaN(), math.NaN()
 	}
-	if _, merc := t.to.(wgs84.WebMercator); merc && math.Abs(lat) >= 90 {
-		return math.NaN(), math.NaN() // the poles are at infinity
+	if t.shift {
+		lon, lat = shiftDatum(t.src, t.dst, lon, lat)
 	}
-	a, b, _ := t.to.FromGeographic(lon, lat, 0, t.toS)
-	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+	a, b := t.dst.fromGeographic(lon, lat)
+	if math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
 		return math.NaN(), math.NaN()
 	}
 	return a, b
+}
+
+// shiftDatum moves geographic coordinates (radians) from src's datum to
+// dst's through WGS 84 Earth-centred coordinates at zero height.
+func shiftDatum(src, dst *system, lon, lat float64) (float64, float64) {
+	x, y, z := src.el.toGeocentric(lon, lat, 0)
+	if src.datum.shift == shiftHelmert {
+		x, y, z = helmert(src.datum.helmert, x, y, z)
+	}
+	if dst.datum.shift == shiftHelmert {
+		x, y, z = helmertInverse(dst.datum.helmert, x, y, z)
+	}
+	return dst.el.fromGeocentric(x, y, z)
+}
+
+const arcsec = math.Pi / (180 * 3600)
+
+// helmert applies a position-vector 7-parameter transformation (EPSG 1033,
+// the small-angle form PROJ and EPSG use).
+func helmert(p [7]float64, x, y, z float64) (float64, float64, float64) {
+	rx, ry, rz, m := p[3]*arcsec, p[4]*arcsec, p[5]*arcsec, 1+p[6]*1e-6
+	return p[0] + m*(x-rz*y+ry*z),
+		p[1] + m*(rz*x+y-rx*z),
+		p[2] + m*(-ry*x+rx*y+z)
+}
+
+// helmertInverse undoes helmert with the transposed rotation, as PROJ does.
+func helmertInverse(p [7]float64, x, y, z float64) (float64, float64, float64) {
+	rx, ry, rz, m := p[3]*arcsec, p[4]*arcsec, p[5]*arcsec, 1+p[6]*1e-6
+	x, y, z = (x-p[0])/m, (y-p[1])/m, (z-p[2])/m
+	return x + rz*y - ry*z,
+		-rz*x + y + rx*z,
+		ry*x - rx*y + z
 }
 
 // ParseEPSG reads an EPSG code from the forms users and GeoJSON "crs" members

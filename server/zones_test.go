@@ -940,3 +940,46 @@ func BenchmarkPrescriptionZones(b *testing.B) {
 		})
 	}
 }
+
+// Farm software asks for national grids: dst_crs takes any EPSG code the
+// CRS layer can express (Lambert-93, Belgian Lambert 2008, a US state plane
+// in feet, a geographic CRS on another datum), and the zones still tile the
+// field there; an unknown code is a 400 naming it.
+func TestZonesInNationalGrids(t *testing.T) {
+	z := newZoneEnv(t, server.Config{})
+	field := z.fields["UES-03"].Geometry
+	for _, tc := range []struct {
+		epsg string
+		x, y [2]float64 // plausible coordinate ranges of the field there
+	}{
+		// Ranges: ±1 km around pyproj's transform of the field's centre.
+		{"2154", [2]float64{774022, 776022}, [2]float64{7071543, 7073543}}, // RGF93 / Lambert-93
+		{"3812", [2]float64{627280, 629280}, [2]float64{658429, 660429}},   // ETRS89 / Belgian Lambert 2008
+		{"31370", [2]float64{127279, 129279}, [2]float64{158431, 160431}},  // BD72 / Belgian Lambert 72 (Helmert)
+		{"4258", [2]float64{4.05, 4.07}, [2]float64{50.74, 50.75}},         // ETRS89 geographic
+	} {
+		t.Run(tc.epsg, func(t *testing.T) {
+			r := do(t, z.env.Handler, "GET", "/prescription_maps/get_zones?field_name=UES-03&type=n_fertilizer&n_zones=3&index=ndvi&dst_crs="+tc.epsg, z.tok, nil)
+			require.Equal(t, 200, r.Status, "%s", r.Body)
+			c := decodeZones(t, r)
+			assert.Equal(t, "urn:ogc:def:crs:EPSG::"+tc.epsg, c.CRS.Properties.Name)
+			code, err := strconv.Atoi(tc.epsg)
+			require.NoError(t, err)
+			tr, err := crs.New(4326, code)
+			require.NoError(t, err)
+			projected, err := geo.Transform(field, tr)
+			require.NoError(t, err)
+			var sum float64
+			for _, f := range c.Features {
+				for _, p := range f.Geometry.Coordinates[0] {
+					assert.True(t, p[0] >= tc.x[0] && p[0] <= tc.x[1] && p[1] >= tc.y[0] && p[1] <= tc.y[1], "%v outside the expected range", p)
+				}
+				sum += geo.Area(orb.MultiPolygon{f.Geometry.Coordinates})
+			}
+			assert.InDelta(t, geo.Area(projected), sum, 1e-3*geo.Area(projected), "the zones tile the field in EPSG:%s", tc.epsg)
+		})
+	}
+	r := do(t, z.env.Handler, "GET", "/prescription_maps/get_zones?field_name=UES-03&type=n_fertilizer&n_zones=3&index=ndvi&dst_crs=999999", z.tok, nil)
+	assert.Equal(t, 400, r.Status)
+	assert.Contains(t, string(r.Body), "999999")
+}

@@ -137,7 +137,7 @@ func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Date.IsZero() {
 		b = append(b, "null"...)
 	} else {
-		b = strconv.AppendQuote(b, r.Date.UTC().Format("2006-01-02"))
+		b = strconv.AppendQuote(b, r.Date.UTC().Format(time.DateOnly))
 	}
 	b = append(b, `,"field_pixels":`...)
 	b = strconv.AppendInt(b, int64(r.Stats.FieldPixels), 10)
@@ -293,7 +293,7 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 				return fmt.Errorf("report date: %w", err)
 			}
 			if s != nil {
-				t, err := time.Parse("2006-01-02", *s)
+				t, err := time.Parse(time.DateOnly, *s)
 				if err != nil {
 					return fmt.Errorf("report date: %w", err)
 				}

@@ -252,7 +252,7 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 	}
 	s.date = s.date.UTC()
 	if s.id == "" {
-		s.id = s.date.Format("2006-01-02")
+		s.id = s.date.Format(time.DateOnly)
 	}
 	return nil
 }
@@ -288,7 +288,7 @@ func parseTime(v string) (time.Time, bool) {
 	if v == "" {
 		return time.Time{}, false
 	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006:01:02 15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006:01:02 15:04:05", "2006-01-02 15:04:05", time.DateOnly} {
 		if t, err := time.Parse(layout, v); err == nil {
 			return t, true
 		}

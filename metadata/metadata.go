@@ -49,9 +49,6 @@ import (
 	"unicode"
 )
 
-// DateLayout is the spec's date format, YYYY-MM-DD.
-const DateLayout = "2006-01-02"
-
 // Limits on one record.
 const (
 	// MaxBodyBytes is the largest JSON body Decode reads.
@@ -148,10 +145,10 @@ func checkText(key, v string) error {
 // ParseDate parses a YYYY-MM-DD date (exactly ten characters, a real
 // calendar day) as midnight UTC.
 func ParseDate(s string) (time.Time, error) {
-	if len(s) != len(DateLayout) {
+	if len(s) != len(time.DateOnly) {
 		return time.Time{}, fmt.Errorf("%q is not a YYYY-MM-DD date", s)
 	}
-	t, err := time.Parse(DateLayout, s)
+	t, err := time.Parse(time.DateOnly, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%q is not a YYYY-MM-DD calendar date", s)
 	}

@@ -9,7 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrTooFewPoints is returned when there are fewer points than clusters.
@@ -120,22 +121,15 @@ func KMeans(ctx context.Context, data []float64, dim, k int, opts KMeansOptions)
 
 	results := make([]restart, opts.Restarts)
 	errs := make([]error, opts.Restarts)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range next {
-				results[r], errs[r] = runSafe(run, r)
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(opts.Workers)
 	for r := range opts.Restarts {
-		next <- r
+		g.Go(func() error {
+			results[r], errs[r] = runSafe(run, r)
+			return nil // every restart runs; their errors are joined below
+		})
 	}
-	close(next)
-	wg.Wait()
+	g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return KMeansResult{}, err
 	}

@@ -90,7 +90,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if len(job.scenes) != 1 {
 			return errors.New("--date dates a single scene: give exactly one --scene")
 		}
-		t, err := time.Parse("2006-01-02", date)
+		t, err := time.Parse(time.DateOnly, date)
 		if err != nil {
 			return fmt.Errorf("--date %q: want YYYY-MM-DD", date)
 		}
@@ -380,7 +380,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // readFieldFile reads the named polygons of a GeoJSON file; names come from
 // properties.field_name, else properties.name, and must be unique and usable

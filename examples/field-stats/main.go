@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("no colormap for index %q", *index)
 	}
 
-	fmt.Fprintf(stdout, "scene %s (%s)\n%-8s %6s %8s %8s %8s %8s\n", scene.ID(), scene.Date().Format("2006-01-02"),
+	fmt.Fprintf(stdout, "scene %s (%s)\n%-8s %6s %8s %8s %8s %8s\n", scene.ID(), scene.Date().Format(time.DateOnly),
 		"field", "num", "mean", "median", "std", "cloud%")
 	for _, f := range features {
 		products, err := scene.FieldProducts(ctx, f.Geometry, []string{*index}, nil)

@@ -109,7 +109,7 @@ func ChipItem(dir string) (Item, error) {
 	md := ref.Metadata()
 	if t, err := time.Parse(time.RFC3339Nano, md["ACQUISITION_DATETIME_UTC"]); err == nil {
 		it.Datetime = t.UTC()
-	} else if t, err := time.Parse("2006-01-02", filepath.Base(dir)); err == nil {
+	} else if t, err := time.Parse(time.DateOnly, filepath.Base(dir)); err == nil {
 		it.Datetime = t
 	} else {
 		return Item{}, fmt.Errorf("stactest: chip %s: no date", dir)

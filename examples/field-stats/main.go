@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -146,4 +147,33 @@ func (d DirBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo) err
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
 	return nil
+}
+
+// BlobOpener is implemented by Blobs that can read part of a blob (a file,
+// an object with ranged reads): a download reads one member of a bundle
+// without reading the rest.
+type BlobOpener interface {
+	// Open returns the blob as an io.ReaderAt of size bytes; close it after.
+	Open(ctx context.Context, key string) (r io.ReaderAt, size int64, closer io.Closer, err error)
+}
+
+// Open opens the key's file for reading at offsets.
+func (d DirBlobs) Open(ctx context.Context, key string) (io.ReaderAt, int64, io.Closer, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, err)
+	}
+	return f, st.Size(), f, nil
 }

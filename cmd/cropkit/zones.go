@@ -107,7 +107,11 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// The index on the field's window of each scene (only those tiles are read).
 	var products []imagery.Product
 	cat := imagery.NewCatalogue()
+	bar := newProgress(stderr, "zones: reading scenes", len(scenes))
+	defer bar.Finish()
+	skipped := 0
 	for _, dir := range scenes {
+		bar.Add(1)
 		// --date also dates a scene whose files and folder name carry no date.
 		sc, err := imagery.OpenScene(ctx, dir, imagery.SceneOptions{Date: day})
 		if errors.Is(err, imagery.ErrNoDate) {
@@ -125,6 +129,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		switch {
 		case errors.Is(err, imagery.ErrNoClearPixels):
 			fmt.Fprintf(stderr, "cropkit zones: %s: no clear pixel, skipped\n", dir)
+			skipped++
 			continue
 		case err != nil:
 			return err
@@ -181,8 +186,9 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	clock.step("write")
 	q := c.Quality
-	fmt.Fprintf(stderr, "cropkit zones: %d pixels, %d zones, %d polygons, %d image(s); variance explained %.1f %%, smallest zone %.2f ha, smallest polygon %.2f ha\n",
-		q.Pixels, q.Zones, q.Polygons, len(products), 100*q.VarianceReduction, q.SmallestZoneHa, q.SmallestPolygonHa)
+	bar.Finish()
+	fmt.Fprintf(stderr, "cropkit zones: %d pixels, %d zones, %d polygons, %d image(s) (%d scene(s) skipped); variance explained %.1f %%, smallest zone %.2f ha, smallest polygon %.2f ha\n",
+		q.Pixels, q.Zones, q.Polygons, len(products), skipped, 100*q.VarianceReduction, q.SmallestZoneHa, q.SmallestPolygonHa)
 	for _, z := range c.ZoneStats {
 		fmt.Fprintf(stderr, "  zone %d: %.4f %s, %.2f ha\n", z.ID, z.RasterVal, formatDose(z.Dose, rx), z.AreaHa)
 	}

@@ -135,8 +135,9 @@ func New(cfg Config) (*Archive, error) {
 
 // Open opens (or, with create, creates) the embedded archive of a data
 // directory: DIR/cropkit.db, product files under DIR, uploads received in
-// DIR/tmp. It sweeps what a crash may have left (see Sweep). Closing the
-// archive closes the store.
+// DIR/tmp (emptied). Long-running processes (serve, watch) then call
+// RunSweeps for what a crash may have left; short commands do not walk the
+// files. Closing the archive closes the store.
 func Open(ctx context.Context, dir string, create bool, cfg Config) (*Archive, error) {
 	if dir == "" {
 		return nil, Invalid("empty data directory")
@@ -152,10 +153,6 @@ func Open(ctx context.Context, dir string, create bool, cfg Config) (*Archive, e
 	a, err := New(cfg)
 	if err != nil {
 		st.Close()
-		return nil, err
-	}
-	if _, err := a.Sweep(ctx); err != nil {
-		a.Close()
 		return nil, err
 	}
 	return a, nil
@@ -196,3 +193,26 @@ var _ = webhook.FormatDate
 
 // TempDir is where uploads being received are spooled (emptied by New).
 func (a *Archive) TempDir() string { return a.tempDir }
+
+// RunSweeps sweeps at once (see Sweep), then every interval until ctx
+// ends; it returns the first sweep's error (later ones are logged).
+func (a *Archive) RunSweeps(ctx context.Context, interval time.Duration) error {
+	if _, err := a.Sweep(ctx); err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := a.Sweep(ctx); err != nil && ctx.Err() == nil {
+					a.log.WarnContext(ctx, "sweep", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}

@@ -271,7 +271,9 @@ func TestOpenCleansLeftovers(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
 	}
-	openTest(t, dir)
+	b := openTest(t, dir)
+	_, err := b.Sweep(context.Background())
+	require.NoError(t, err)
 	for _, p := range leftovers {
 		assert.NoFileExists(t, p)
 	}

@@ -61,6 +61,8 @@ func checkConsistent(t *testing.T, dir, step string) (products int) {
 	a, err := archive.Open(ctx, dir, false, archive.Config{SweepGrace: -1})
 	require.NoError(t, err, step)
 	defer a.Close()
+	_, err = a.Sweep(ctx) // the start-up sweep of serve
+	require.NoError(t, err, step)
 	admin, err := a.UserByName(ctx, "admin")
 	require.NoError(t, err, step)
 	fields, err := a.Fields(ctx, admin, nil)

@@ -137,6 +137,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hooksDone := make(chan error, 1)
 	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
 	defer func() { stopHooks(); <-hooksDone }()
+	// What a crash left (temporary and unreferenced files), now and hourly.
+	if err := core.RunSweeps(hookCtx, time.Hour); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "cropkit listening on %s (data %s)\n", base, *dataDir)
 	if *demo {
 		fmt.Fprintf(stdout, "try:\n  curl -o %s.png -X POST '%s/download/ndvi/image?field_name=%s&token=%s'\n",

@@ -144,6 +144,10 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	hooksDone := make(chan error, 1)
 	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
+	if err := core.RunSweeps(hookCtx, time.Hour); err != nil {
+		stopHooks()
+		return err
+	}
 	fmt.Fprintf(stdout, "cropkit watching %s (collection %s, data %s)\n", o.catalog, o.collection, *dataDir)
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "shutting down")

@@ -296,7 +296,7 @@ func runCraftedChild(dir string) {
 		os.Exit(3)
 	}
 	x0, y0 := 503000.205, 5595000.205 // as normalField: off the pixel edges
-	field, err := geo.Transform(orb.MultiPolygon{{{{x0, y0}, {x0 + 315.59, y0}, {x0 + 315.59, y0 + 316}, {x0, y0 + 316}, {x0, y0}}}}, tr)
+	field, err := geo.Transform(orb.MultiPolygon{{{{x0, y0}, {x0 + 315.59, y0}, {x0 + 315.59, y0 + 315.59}, {x0, y0 + 315.59}, {x0, y0}}}}, tr)
 	if err != nil {
 		fmt.Println("TRANSFORM ERROR:", err)
 		os.Exit(3)

@@ -97,6 +97,34 @@ var pgMigrations = []string{
 		ingested_at TIMESTAMPTZ NOT NULL
 	);
 	CREATE INDEX scene_sources_date ON scene_sources (date);`,
+	// Version 2: the catalogue watcher's items and watched fields
+	// (the methods are in postgres_items.go).
+	`CREATE TABLE scene_items (
+		collection  TEXT NOT NULL,
+		id          TEXT NOT NULL,
+		datetime    TIMESTAMPTZ NOT NULL,
+		updated     TEXT NOT NULL DEFAULT '',
+		source      TEXT NOT NULL DEFAULT '',
+		state       TEXT NOT NULL,
+		error       TEXT NOT NULL DEFAULT '',
+		ingested_at TIMESTAMPTZ NOT NULL,
+		PRIMARY KEY (collection, id)
+	);
+	CREATE INDEX scene_items_datetime ON scene_items (collection, datetime);
+	CREATE TABLE scene_item_fields (
+		collection TEXT NOT NULL,
+		item_id    TEXT NOT NULL,
+		field_id   BIGINT NOT NULL REFERENCES fields(id) ON DELETE CASCADE,
+		version    BIGINT NOT NULL,
+		PRIMARY KEY (collection, item_id, field_id),
+		FOREIGN KEY (collection, item_id) REFERENCES scene_items(collection, id) ON DELETE CASCADE
+	);
+	CREATE TABLE watched_fields (
+		field_id BIGINT PRIMARY KEY REFERENCES fields(id) ON DELETE CASCADE,
+		version  BIGINT NOT NULL,
+		at       TIMESTAMPTZ NOT NULL
+	);
+	CREATE INDEX products_scene ON products (scene_id);`,
 }
 
 // OpenPostgres connects to the PostgreSQL database of dsn

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -729,25 +730,45 @@ func pgPrevious(ctx context.Context, tx *sql.Tx, fieldID int64, date string) (ma
 	return prev, rows.Err()
 }
 
+// pgUpsertProducts records products in tx with one statement (one round
+// trip), replacing any of the same field, index and date.
 func pgUpsertProducts(ctx context.Context, tx *sql.Tx, products []Product) error {
-	const q = `INSERT INTO products
+	if len(products) == 0 {
+		return nil
+	}
+	const cols = 25
+	var q strings.Builder
+	q.WriteString(`INSERT INTO products
 		(field_id, idx, date, scene_id, usable, cloud_cover, mean, median, std, min, max, p25, p75, num, field_pixels,
-		 epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
-		ON CONFLICT (field_id, idx, date) DO UPDATE SET
+		 epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest) VALUES `)
+	args := make([]any, 0, cols*len(products))
+	for i, p := range products {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(")
+		for c := range cols {
+			if c > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("$" + strconv.Itoa(i*cols+c+1))
+		}
+		q.WriteString(")")
+		g := p.Grid
+		args = append(args, p.FieldID, p.Index, p.Date, p.SceneID, p.Usable, p.CloudCover,
+			p.Mean, p.Median, p.Std, p.Min, p.Max, p.P25, p.P75, p.Num, p.FieldPixels,
+			g.EPSG, g.X0, g.Y0, g.DX, g.DY, g.Cols, g.Rows, p.IngestedAt.UTC().Truncate(time.Second), p.Bundle, p.Digest)
+	}
+	q.WriteString(` ON CONFLICT (field_id, idx, date) DO UPDATE SET
 		scene_id = excluded.scene_id, usable = excluded.usable, cloud_cover = excluded.cloud_cover,
 		mean = excluded.mean, median = excluded.median, std = excluded.std, min = excluded.min, max = excluded.max,
 		p25 = excluded.p25, p75 = excluded.p75, num = excluded.num, field_pixels = excluded.field_pixels,
 		epsg = excluded.epsg, x0 = excluded.x0, y0 = excluded.y0, dx = excluded.dx, dy = excluded.dy,
 		cols = excluded.cols, rows = excluded.rows, ingested_at = excluded.ingested_at,
-		bundle = excluded.bundle, digest = excluded.digest`
-	for _, p := range products {
-		g := p.Grid
-		if _, err := tx.ExecContext(ctx, q, p.FieldID, p.Index, p.Date, p.SceneID, p.Usable, p.CloudCover,
-			p.Mean, p.Median, p.Std, p.Min, p.Max, p.P25, p.P75, p.Num, p.FieldPixels,
-			g.EPSG, g.X0, g.Y0, g.DX, g.DY, g.Cols, g.Rows, p.IngestedAt.UTC().Truncate(time.Second), p.Bundle, p.Digest); err != nil {
-			return pgError(fmt.Sprintf("record product %d/%s/%s", p.FieldID, p.Index, p.Date), err)
-		}
+		bundle = excluded.bundle, digest = excluded.digest`)
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		p := products[0]
+		return pgError(fmt.Sprintf("record products %d/%s", p.FieldID, p.Date), err)
 	}
 	return nil
 }

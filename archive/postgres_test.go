@@ -218,3 +218,49 @@ func TestPostgresStore(t *testing.T) {
 	require.NoError(t, st.DeleteField(ctx, f.ID))
 	require.ErrorIs(t, st.DeleteField(ctx, f.ID), ErrNotFound)
 }
+
+// Two archives recording the same field's date with the same content at
+// once: the rows are written once and one notification is enqueued.
+func TestPostgresRecordOnceAcrossStores(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	a, b := openPG(t, dsn), openPG(t, dsn)
+	u, err := a.CreateUser(ctx, NewUser{Name: "u"}, "")
+	require.NoError(t, err)
+	_, err = a.Webhooks().RegisterLimit(ctx, "u", "https://farm.example.com/hook", 0)
+	require.NoError(t, err)
+	f, err := a.InsertField(ctx, Field{OwnerID: u.ID, Name: "f", Geometry: testPoly}, 0)
+	require.NoError(t, err)
+	const rounds = 10
+	for r := range rounds {
+		date := fmt.Sprintf("2019-06-%02d", r+1)
+		var wg sync.WaitGroup
+		res := make([]RecordResult, 2)
+		errs := make([]error, 2)
+		for i, st := range []Store{a, b} {
+			wg.Go(func() {
+				var ps []Product
+				for _, idx := range []string{"ndvi", "ndre"} {
+					ps = append(ps, Product{FieldID: f.ID, Index: idx, Date: date, Usable: true, Mean: 0.5,
+						Bundle: fmt.Sprintf("products/%d/%s-%d.zip", f.ID, date, i), Digest: "same", IngestedAt: time.Now()})
+				}
+				res[i], errs[i] = st.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Products: ps,
+					Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
+						return notification(f, changed, prev)
+					}})
+			})
+		}
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		assert.Equal(t, 1, res[0].Notified+res[1].Notified, "round %d: one notification", r)
+		// The loser's write replaced the winner's bundle, which it reports for deletion.
+		assert.Equal(t, 1, len(res[0].Replaced)+len(res[1].Replaced), "round %d", r)
+	}
+	ds, err := a.Webhooks().Deliveries(ctx, "u", 100)
+	require.NoError(t, err)
+	assert.Len(t, ds, rounds)
+	ps, err := b.Products(ctx, ProductQuery{FieldID: f.ID})
+	require.NoError(t, err)
+	assert.Len(t, ps, 2*rounds)
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
 )
 
@@ -46,4 +48,61 @@ func TestStorageFlagsInHelp(t *testing.T) {
 		assert.Contains(t, out+errOut, "-db", args)
 		assert.Contains(t, out+errOut, "-blobs", args)
 	}
+}
+
+// ingest --db --blobs records products in PostgreSQL and their bundles in
+// the bucket, and reads nothing from a data directory.
+func TestIngestWithStorageFlags(t *testing.T) {
+	ctx := context.Background()
+	dsn, bucket := testenv.Postgres(t), testenv.S3(t)
+	scenes, err := demodata.Extract(t.TempDir())
+	require.NoError(t, err)
+	core, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+	require.NoError(t, err)
+	_, _, err = core.EnsureAdmin(ctx)
+	require.NoError(t, err)
+	_, err = setupDemoFields(ctx, core)
+	require.NoError(t, err)
+	require.NoError(t, core.Close())
+
+	t.Chdir(t.TempDir())
+	code, _, errOut := runCmd(t, "", "ingest", "--db", dsn, "--blobs", bucket, scenes[0])
+	require.Equal(t, 0, code, errOut)
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written to the working directory")
+
+	core, err = archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+	require.NoError(t, err)
+	defer core.Close()
+	bundles, err := core.Store().Bundles(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, bundles)
+	for k := range bundles {
+		data, err := core.Blobs().Get(ctx, k)
+		require.NoError(t, err, k)
+		assert.NotEmpty(t, data)
+	}
+}
+
+// setupDemoFields registers the bundled sample's fields for admin.
+func setupDemoFields(ctx context.Context, core *archive.Archive) (int, error) {
+	admin, err := core.UserByName(ctx, "admin")
+	if err != nil {
+		return 0, err
+	}
+	features, err := geo.ReadFeatures(demodata.Fields())
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range features {
+		geom, err := archive.EncodeGeometry(f.Geometry)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := core.RegisterField(ctx, admin, archive.FieldInput{Name: f.Name, Indices: []string{"ndvi"}, Geometry: []byte(geom)}); err != nil {
+			return 0, err
+		}
+	}
+	return len(features), nil
 }

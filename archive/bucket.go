@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/fileblob" // file:// buckets
-	_ "gocloud.dev/blob/s3blob"   // s3:// buckets (credentials from the usual AWS environment)
+	_ "gocloud.dev/blob/azureblob" // azblob:// containers (credentials from the AZURE_* environment)
+	_ "gocloud.dev/blob/fileblob"  // file:// buckets
+	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets (application default credentials)
+	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (credentials from the usual AWS environment)
 	"gocloud.dev/gcerrors"
 )
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -105,4 +107,28 @@ func setupDemoFields(ctx context.Context, core *archive.Archive) (int, error) {
 		}
 	}
 	return len(features), nil
+}
+
+// serve --demo --db --blobs: the demo ingests into PostgreSQL and S3, a
+// download works, and the working directory stays empty.
+func TestServeWithStorageFlags(t *testing.T) {
+	dsn, bucket := testenv.Postgres(t), testenv.S3(t)
+	t.Chdir(t.TempDir())
+	out, stop := startServe(t, "--db", dsn, "--blobs", bucket, "--demo")
+	m := listenURL.FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	tok := regexp.MustCompile(`ADMIN TOKEN: (\S+)`).FindStringSubmatch(out.String())
+	require.NotNil(t, tok, out.String())
+	field := regexp.MustCompile(`field_name=([^&]+)`).FindStringSubmatch(out.String())
+	require.NotNil(t, field, out.String())
+	req, _ := http.NewRequest("POST", m[1]+"/download/ndvi/json?field_name="+field[1], nil)
+	req.Header.Set("Authorization", "Bearer "+tok[1])
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, 0, stop(), "graceful shutdown")
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written to the working directory")
 }

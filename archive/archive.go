@@ -84,6 +84,8 @@ type Archive struct {
 	hook      func(string)
 	hooks     *webhooks
 	logins    chan struct{} // bcrypt slots
+	// closeBlobs is closed with the store when OpenURL opened it.
+	closeBlobs Blobs
 }
 
 // New returns an archive over cfg.Store and cfg.Blobs.
@@ -158,8 +160,14 @@ func Open(ctx context.Context, dir string, create bool, cfg Config) (*Archive, e
 	return a, nil
 }
 
-// Close closes the store.
-func (a *Archive) Close() error { return a.store.Close() }
+// Close closes the store (and the blobs OpenURL opened).
+func (a *Archive) Close() error {
+	err := a.store.Close()
+	if a.closeBlobs != nil {
+		err = errors.Join(err, closeBlobs(a.closeBlobs))
+	}
+	return err
+}
 
 // Store is the archive's database (for administration and tests).
 func (a *Archive) Store() Store { return a.store }

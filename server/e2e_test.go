@@ -336,6 +336,7 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 	r = do(t, h, "POST", "/download/ndvi/json?field_name=UES-07", tok, nil)
 	require.Equal(t, 404, r.Status)
 	require.NoDirExists(t, filepath.Join(env.Dir, "products", "4"))
+	require.Empty(t, env.BlobKeys(t, "products/4"))
 
 	require.Greater(t, env.Responses.N(), 200)
 }

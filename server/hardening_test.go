@@ -212,6 +212,9 @@ func TestIngestPartialFailureIs200(t *testing.T) {
 			"geometry": map[string]any{"type": "MultiPolygon", "coordinates": fields[name].Geometry}})
 		require.Equal(t, 201, r.Status, "%s", r.Body)
 	}
+	if servertest.Backend() == servertest.BackendPostgres {
+		t.Skip("the failure is injected through the data directory's files")
+	}
 	// UES-12's product directory cannot be created: a file is in the way.
 	f, err := env.Archive.Store().FieldSummary(context.Background(), userID(t, env, "u"), "UES-12")
 	require.NoError(t, err)

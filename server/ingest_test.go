@@ -55,10 +55,9 @@ func TestReingestReplacesAndGeometryUpdateDropsProducts(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 4, countProducts(t, env), "2 dates × 2 indices, re-ingestion replaces")
-	entries, err := os.ReadDir(filepath.Join(env.Dir, "products", "1"))
-	require.NoError(t, err)
+	entries := env.BlobKeys(t, "products/1")
 	require.Len(t, entries, 1, "one bundle: the cloudy date has no files")
-	assert.Regexp(t, `^2019-06-20-[0-9a-f]{12}\.zip$`, entries[0].Name(), "versioned bundle name")
+	assert.Regexp(t, `^products/1/2019-06-20-[0-9a-f]{12}\.zip$`, entries[0], "versioned bundle name")
 
 	// Group change keeps products; geometry change drops them.
 	r = do(t, h, "POST", "/fields/update", tok, map[string]any{"field_name": "a", "group": "g2"})
@@ -70,6 +69,7 @@ func TestReingestReplacesAndGeometryUpdateDropsProducts(t *testing.T) {
 	assert.Equal(t, "g2", r.JSON(t)["field"].(map[string]any)["group"])
 	assert.Equal(t, 0, countProducts(t, env))
 	assert.NoDirExists(t, filepath.Join(env.Dir, "products", "1"))
+	assert.Empty(t, env.BlobKeys(t, "products/1"))
 	r = do(t, h, "POST", "/download/ndvi/json?field_name=a", tok, nil)
 	assert.Equal(t, 404, r.Status)
 	assert.Equal(t, "no_imagery", r.ErrorCode(t))

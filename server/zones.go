@@ -298,7 +298,7 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 func (s *Server) zones(ctx context.Context, grid geo.Grid, region orb.MultiPolygon, layers []zoning.Layer,
 	n int, minAreaHa, simplify float64, rx zoning.Prescription, dstEPSG int) (*zoning.Collection, error) {
 	col, err := zoning.Run(ctx, zoning.Request{Grid: grid, Outline: region, Layers: layers,
-		Options: zoning.Options{Zones: n, Seed: zoneSeed, MinAreaHa: minAreaHa, SimplifyTolerance: simplify},
+		Options:      zoning.Options{Zones: n, Seed: zoneSeed, MinAreaHa: minAreaHa, SimplifyTolerance: simplify},
 		Prescription: rx, DstEPSG: dstEPSG})
 	if err != nil {
 		return nil, zoneError(err)

@@ -620,6 +620,7 @@ func TestVariableRateZonesCustomLayer(t *testing.T) {
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	_, err = os.Stat(filepath.Join(env.Dir, "uploads", "1"))
 	assert.True(t, os.IsNotExist(err), "uploads removed with the field")
+	assert.Empty(t, env.BlobKeys(t, "uploads/1"), "uploads removed with the field")
 }
 
 const ndviLayerSI = `[{"type":"crop_health","weight":1,"date":"2015-07-11","index":"ndvi"}]`

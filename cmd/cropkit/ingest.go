@@ -24,6 +24,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./cropkit-data", "data directory (must exist: created by cropkit serve)")
+	storage := addStorageFlags(fs)
 	minClear := fs.Float64("min-clear", archive.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	dateFlag := fs.String("date", "", "acquisition date YYYY-MM-DD for scenes without one in their metadata or name")
 	workers := fs.Int("workers", 0, "fields ingested concurrently (0: number of CPUs)")
@@ -53,7 +54,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	core, err := archive.Open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger})
+	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger})
 	if errors.Is(err, archive.ErrNotFound) {
 		return fmt.Errorf("--data %s: no cropkit data directory there (start `cropkit serve --data %s` once to create it)", *dataDir, *dataDir)
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
@@ -39,6 +40,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")
 	dataDir := fs.String("data", "./cropkit-data", "data directory (SQLite database and product files)")
+	storage := addStorageFlags(fs)
 	demo := fs.Bool("demo", false, "register the bundled sample fields for admin and ingest its scenes")
 	minClear := fs.Float64("min-clear", archive.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	maxBody := fs.Int64("max-body", 1<<20, "request body limit in bytes")
@@ -83,7 +85,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	reg, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
-	core, err := archive.Open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
+	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
 		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL})
 	if err != nil {
 		return err
@@ -122,7 +124,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			fmt.Fprintf(stdout, "demo: new admin token: %s\n", adminToken)
 		}
-		if demoField, err = setupDemo(ctx, core, *dataDir, stdout); err != nil {
+		demoDir := *dataDir
+		if storage.external() { // nothing in the working directory
+			if demoDir, err = os.MkdirTemp("", "cropkit-demo-"); err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+			defer os.RemoveAll(demoDir)
+		}
+		if demoField, err = setupDemo(ctx, core, demoDir, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}

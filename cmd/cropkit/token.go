@@ -30,6 +30,7 @@ func runToken(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("token "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./cropkit-data", "data directory (must exist)")
+	storage := addStorageFlags(fs)
 	id := fs.Int64("id", 0, "revoke: the token id (see token list)")
 	all := fs.Bool("all", false, "revoke: every token of the user")
 	pos, err := parseInterspersed(fs, args[1:])
@@ -39,7 +40,12 @@ func runToken(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(pos) != 1 {
 		return errors.New(tokenUsage)
 	}
-	core, err := openData(ctx, *dataDir, "--data")
+	var core *archive.Archive
+	if *storage.db != "" || *storage.blobs != "" {
+		core, err = storage.open(ctx, *dataDir, false, archive.Config{})
+	} else {
+		core, err = openData(ctx, *dataDir, "--data")
+	}
 	if err != nil {
 		return err
 	}

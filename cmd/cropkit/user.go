@@ -43,6 +43,7 @@ func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs := flag.NewFlagSet("user add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./cropkit-data", "data directory (created when missing)")
+	storage := addStorageFlags(fs)
 	indices := fs.String("indices", "", "comma-separated indices the user may use (default: all)")
 	passwordStdin := fs.Bool("password-stdin", false, "read a password for POST /login from the first line of stdin")
 	admin := fs.Bool("admin", false, "make the user an administrator (may ingest scenes)")
@@ -74,7 +75,7 @@ func runUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	// The one command that may start a data directory (accounts before the
 	// first serve); the others refuse a missing one.
-	core, err := archive.Open(ctx, *dataDir, true, archive.Config{})
+	core, err := storage.open(ctx, *dataDir, true, archive.Config{})
 	if err != nil {
 		return err
 	}

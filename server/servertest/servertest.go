@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +24,9 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
+	"github.com/cropkit/cropkit/webhook/pgstore"
 )
 
 // Env is a server over a temporary data directory.
@@ -36,6 +40,7 @@ type Env struct {
 	Handler http.Handler
 	// Responses counts the responses validated so far.
 	Responses *Counter
+	dsn       string // the PostgreSQL database (BackendPostgres)
 }
 
 // Counter counts validated responses (safe for concurrent use).
@@ -57,6 +62,40 @@ func (c *Counter) add() {
 	c.mu.Unlock()
 }
 
+// BackendEnv names the environment variable choosing the archive's
+// backends: unset or "sqlite" is the embedded default (SQLite and files in
+// the data directory); BackendPostgres is a throwaway PostgreSQL database
+// and S3 bucket (testenv.Postgres, testenv.S3), so CI runs the server suite
+// a second time with CROPKIT_TEST_BACKEND=postgres.
+const BackendEnv = "CROPKIT_TEST_BACKEND"
+
+// BackendPostgres is the PostgreSQL and S3 backend of BackendEnv.
+const BackendPostgres = "postgres"
+
+// Backend is the backend the tests run against ("sqlite" or BackendPostgres).
+func Backend() string {
+	if os.Getenv(BackendEnv) == BackendPostgres {
+		return BackendPostgres
+	}
+	return "sqlite"
+}
+
+// BlobKeys lists the archive's blob keys under prefix (a folder), sorted,
+// whatever the backend.
+func (e *Env) BlobKeys(t testing.TB, prefix string) []string {
+	t.Helper()
+	var keys []string
+	err := e.Archive.Blobs().List(context.Background(), prefix, func(b archive.BlobInfo) error {
+		keys = append(keys, b.Key)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("list blobs %s: %v", prefix, err)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // New returns a server with cfg over an archive in t.TempDir() (Archive is
 // filled in), an admin account and its token.
 func New(t testing.TB, cfg server.Config) *Env {
@@ -71,7 +110,18 @@ func NewWith(t testing.TB, acfg archive.Config, cfg server.Config) *Env {
 	if acfg.SweepGrace == 0 {
 		acfg.SweepGrace = -1 // tests reopen right after a simulated crash
 	}
-	core, err := archive.Open(ctx, dir, true, acfg)
+	var (
+		core *archive.Archive
+		err  error
+	)
+	dsn := ""
+	if Backend() == BackendPostgres {
+		dsn = testenv.Postgres(t)
+		acfg.TempDir = filepath.Join(dir, "tmp")
+		core, err = archive.OpenURL(ctx, dsn, testenv.S3(t), acfg)
+	} else {
+		core, err = archive.Open(ctx, dir, true, acfg)
+	}
 	if err != nil {
 		t.Fatalf("open archive: %v", err)
 	}
@@ -85,7 +135,7 @@ func NewWith(t testing.TB, acfg archive.Config, cfg server.Config) *Env {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	env := &Env{Archive: core, Dir: dir, Server: srv, AdminToken: tok, Responses: &Counter{}}
+	env := &Env{Archive: core, Dir: dir, Server: srv, AdminToken: tok, Responses: &Counter{}, dsn: dsn}
 	env.Handler = Validate(t, srv, env.Responses)
 	return env
 }
@@ -198,12 +248,30 @@ func (e *shapeError) Error() string { return e.msg }
 
 // DB opens the archive's SQLite database read-only, for tests that inspect
 // rows directly (closed with the test).
+// With BackendPostgres it is the PostgreSQL database (write queries' ?
+// placeholders through SQL).
 func (e *Env) DB(t testing.TB) *sql.DB {
 	t.Helper()
+	if e.dsn != "" {
+		db, err := sql.Open("pgx", e.dsn)
+		if err != nil {
+			t.Fatalf("open database: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.Dir, archive.DBFile)+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// SQL is query for DB's database: ? placeholders become $1, $2… on PostgreSQL.
+func (e *Env) SQL(query string) string {
+	if e.dsn == "" {
+		return query
+	}
+	return pgstore.Rebind(query)
 }

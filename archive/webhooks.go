@@ -151,3 +151,6 @@ func notification(f Field, changed []Product, prev map[string]Product) webhook.P
 	}
 	return p
 }
+
+// DeliveringWebhooks reports whether RunWebhooks is running.
+func (a *Archive) DeliveringWebhooks() bool { return a.hooks.running.Load() }

@@ -699,10 +699,10 @@ func TestRunWebhooksOnce(t *testing.T) {
 	env, _ := webhookEnv(t, archive.WebhookOptions{}) // runs one dispatcher
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	// A second concurrent run is refused (once the first has started).
-	require.Eventually(t, func() bool {
-		return errors.Is(env.Archive.RunWebhooks(cancelled), archive.ErrWebhooksRunning)
-	}, 5*time.Second, 5*time.Millisecond)
+	// A second concurrent run is refused once the first has started (probing
+	// with RunWebhooks itself could take the slot before the first run does).
+	require.Eventually(t, env.Archive.DeliveringWebhooks, 5*time.Second, 5*time.Millisecond)
+	require.ErrorIs(t, env.Archive.RunWebhooks(cancelled), archive.ErrWebhooksRunning)
 
 	// Another server over a fresh store runs and stops with its context.
 	other := servertest.New(t, server.Config{})

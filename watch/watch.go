@@ -57,6 +57,11 @@ type Config struct {
 	// LISTEN/NOTIFY: jobs the watcher inserts itself wait for it too); 0
 	// means a tenth of Poll, between 100ms and 1s.
 	JobPoll time.Duration
+	// JobTimeout bounds one job's run (it is cancelled and retried after);
+	// 0 means DefaultJobTimeout. A job whose process died is rescued
+	// (retried by another) JobTimeout+RescueMargin after it started, plus
+	// up to river's rescuer interval (30 s).
+	JobTimeout time.Duration
 	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
 	Client *stac.Client
 	// Metrics records the watcher's metrics; nil records none.
@@ -122,6 +127,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	setDefault(&cfg.MaxAttempts, DefaultMaxAttempts)
 	setDefault(&cfg.RetryBase, DefaultRetryBase)
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
+	setDefault(&cfg.JobTimeout, DefaultJobTimeout)
 	if cfg.JobPoll <= 0 {
 		cfg.JobPoll = time.Second
 		if cfg.Poll > 0 {
@@ -164,9 +170,12 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		RetryPolicy:       retryPolicy{base: cfg.RetryBase, max: cfg.RetryMax},
 		Logger:            w.log.With("component", "jobs"),
 		FetchPollInterval: cfg.JobPoll,
-		// Ingestions are field windows of one item; a stuck one is rescued
-		// (retried) after this.
-		JobTimeout: time.Hour,
+		// Ingestions are field windows of one item. A job whose worker
+		// died (SIGKILL, lost host) stays "running" until the leader's
+		// rescuer retries it: soon after its timeout, so another worker
+		// picks it up within a minute.
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.JobTimeout + RescueMargin,
 	}
 	rc.FetchCooldown = min(cfg.JobPoll, 100*time.Millisecond)
 	if cfg.Poll > 0 {

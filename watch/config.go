@@ -30,7 +30,7 @@ const (
 	DefaultWorkers    = 2
 	// DefaultJobTimeout bounds one job; with RescueMargin and river's
 	// rescuer interval (30 s) a dead worker's job runs again within a minute.
-	DefaultJobTimeout = 25 * time.Second
+	DefaultJobTimeout = 20 * time.Second
 	// RescueMargin is how long after its timeout a job still "running" is
 	// taken for one whose worker died.
 	RescueMargin       = 5 * time.Second

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -167,7 +168,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
 		Workers:           workers,
 		MaxAttempts:       cfg.MaxAttempts,
-		RetryPolicy:       retryPolicy{base: cfg.RetryBase, max: cfg.RetryMax},
+		RetryPolicy:       retryPolicy{base: cfg.RetryBase, max: cfg.RetryMax, rescueAfter: cfg.JobTimeout + RescueMargin},
 		Logger:            w.log.With("component", "jobs"),
 		FetchPollInterval: cfg.JobPoll,
 		// Ingestions are field windows of one item. A job whose worker
@@ -178,6 +179,10 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		RescueStuckJobsAfter: cfg.JobTimeout + RescueMargin,
 	}
 	rc.FetchCooldown = min(cfg.JobPoll, 100*time.Millisecond)
+	// The client ID (in a job's attempted_by) names the worker process,
+	// for operators of several workers (and the scale-out test).
+	host, _ := os.Hostname()
+	rc.ID = fmt.Sprintf("%s_pid%d_%s", cmp.Or(host, "cropkit"), os.Getpid(), time.Now().UTC().Format("2006_01_02T15_04_05_000000"))
 	if cfg.Poll > 0 {
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
 			func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: cfg.Collection}, nil },
@@ -341,9 +346,14 @@ func (w *Watcher) PollNow(ctx context.Context) error {
 
 // retryPolicy doubles the delay each attempt from base up to max, with
 // full jitter so that jobs failing together do not retry together.
-type retryPolicy struct{ base, max time.Duration }
+type retryPolicy struct{ base, max, rescueAfter time.Duration }
 
 func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	// A job rescued from a dead worker (still "running" well after its
+	// timeout) did not fail: it runs again at once.
+	if p.rescueAfter > 0 && job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= p.rescueAfter {
+		return time.Now()
+	}
 	d := p.base << min(max(job.Attempt-1, 0), 30)
 	if d <= 0 || d > p.max {
 		d = p.max

@@ -23,6 +23,7 @@ type watchOptions struct {
 	poll                time.Duration
 	backfill            watch.Backfill
 	maxCloud            float64
+	jobTimeout          time.Duration
 }
 
 func addWatchFlags(fs *flag.FlagSet) *watchOptions {
@@ -32,12 +33,16 @@ func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	fs.DurationVar(&o.poll, "poll", watch.DefaultPoll, "catalogue poll interval (0: no polling, only backfills of new fields)")
 	fs.Var(&o.backfill, "backfill", "history ingested for a newly registered field: days (90d), a duration (36h) or a date YYYY-MM-DD")
 	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an item is never read")
+	fs.DurationVar(&o.jobTimeout, "job-timeout", watch.DefaultJobTimeout, "time limit of one job (an item's ingestion); a dead worker's job runs again 5s after it (plus up to 30s)")
 	return o
 }
 
 func (o *watchOptions) check() error {
 	if o.poll < 0 {
 		return errors.New("--poll must not be negative")
+	}
+	if o.jobTimeout <= 0 {
+		return errors.New("--job-timeout must be positive")
 	}
 	if o.maxCloud < 0 || o.maxCloud > 100 {
 		return fmt.Errorf("--max-cloud %v is not a percentage", o.maxCloud)
@@ -47,7 +52,7 @@ func (o *watchOptions) check() error {
 
 func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch.Metrics, logger *slog.Logger) watch.Config {
 	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collection: o.collection, Poll: o.poll, Backfill: o.backfill,
-		MaxCloud: o.maxCloud, AllowPrivate: allowPrivate, Metrics: m, Logger: logger.With("component", "watch")}
+		MaxCloud: o.maxCloud, JobTimeout: o.jobTimeout, AllowPrivate: allowPrivate, Metrics: m, Logger: logger.With("component", "watch")}
 	if o.poll == 0 {
 		cfg.Poll = -1 // off (0 is the default in watch.Config)
 	}

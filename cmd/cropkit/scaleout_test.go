@@ -228,3 +228,69 @@ func TestScaleOut(t *testing.T) {
 		require.NoError(t, <-p.done)
 	}
 }
+
+// TestScaleOutThroughput measures ingestion with 1 and 2 worker processes
+// (the README's "Scale out" numbers): 16 fields, the 2019-04-01..2019-08-29
+// items of the shared data, ndvi and evi. Run with CROPKIT_MEASURE=1.
+func TestScaleOutThroughput(t *testing.T) {
+	if os.Getenv("CROPKIT_MEASURE") != "1" {
+		t.Skip("a measurement: CROPKIT_MEASURE=1")
+	}
+	fieldsData, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), "flanders-31UES.geojson"))
+	require.NoError(t, err)
+	feats, err := geo.ReadFeatures(fieldsData)
+	require.NoError(t, err)
+	entries, err := os.ReadDir(testenv.DataDir(t, "s2", "flanders-31UES"))
+	require.NoError(t, err)
+	var dates []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() >= "2019-04-01" && e.Name() <= "2019-08-29" {
+			dates = append(dates, e.Name())
+		}
+	}
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers=%d", n), func(t *testing.T) {
+			ctx := context.Background()
+			dsn, bucket := testenv.Postgres(t), testenv.S3(t)
+			cat := stactest.New(t, stactest.Options{PageSize: 10})
+			cat.Publish(stactest.Chips(t, "flanders-31UES", dates...)...)
+			core, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+			require.NoError(t, err)
+			defer core.Close()
+			_, _, err = core.EnsureAdmin(ctx)
+			require.NoError(t, err)
+			admin, err := core.UserByName(ctx, "admin")
+			require.NoError(t, err)
+			for _, f := range feats {
+				_, err := core.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: f.Name, Indices: []string{"ndvi", "evi"}, Geometry: f.Geometry}, 0)
+				require.NoError(t, err)
+			}
+			args := []string{"worker", "--db", dsn, "--blobs", bucket, "--catalog", cat.URL(), "--poll", "0", "--backfill", "2019-04-01",
+				"--max-cloud", "100", "--ingest-allow-private"}
+			start := time.Now()
+			for range n {
+				startCropkitProcess(t, "cropkit worker watching ", args...)
+			}
+			require.Eventually(t, func() bool {
+				items, err := core.SceneItems(ctx, archive.ItemQuery{})
+				if err != nil || len(items) != len(dates) {
+					return false
+				}
+				for _, it := range items {
+					if it.State != archive.ItemIngested {
+						return false
+					}
+				}
+				return true
+			}, 10*time.Minute, 50*time.Millisecond)
+			took := time.Since(start)
+			db, err := sql.Open("pgx", dsn)
+			require.NoError(t, err)
+			defer db.Close()
+			var products int
+			require.NoError(t, db.QueryRow(`SELECT count(*) FROM products`).Scan(&products))
+			t.Logf("%d workers: %d items, %d fields, %d products in %v: %.1f products/s", n, len(dates), len(feats), products, took.Round(10*time.Millisecond),
+				float64(products)/took.Seconds())
+		})
+	}
+}

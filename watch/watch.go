@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,7 +183,9 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	// The client ID (in a job's attempted_by) names the worker process,
 	// for operators of several workers (and the scale-out test).
 	host, _ := os.Hostname()
-	rc.ID = fmt.Sprintf("%s_pid%d_%s", cmp.Or(host, "cropkit"), os.Getpid(), time.Now().UTC().Format("2006_01_02T15_04_05_000000"))
+	// Unique also between the watchers of one process (tests).
+	rc.ID = fmt.Sprintf("%s_pid%d_%s_%08x", cmp.Or(host, "cropkit"), os.Getpid(),
+		strings.ReplaceAll(time.Now().UTC().Format("2006_01_02T15_04_05.000000"), ".", "_"), rand.Uint32())
 	if cfg.Poll > 0 {
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
 			func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: cfg.Collection}, nil },

@@ -25,6 +25,7 @@ import (
 // holds across replicas too.
 type pgStore struct {
 	db    *sql.DB
+	dsn   string // for the job queue's own pool (JobsDriver)
 	hooks *pgstore.Store
 }
 
@@ -145,7 +146,7 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &pgStore{db: db, hooks: pgstore.New(db)}, nil
+	return &pgStore{db: db, dsn: dsn, hooks: pgstore.New(db)}, nil
 }
 
 func migratePostgres(ctx context.Context, db *sql.DB) error {

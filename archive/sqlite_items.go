@@ -202,8 +202,16 @@ var ErrNoJobQueue = errors.New("archive: the store hosts no job queue")
 // file: river runs its own transactions, which must not queue behind (or
 // hold) the store's writer connection; SQLite's busy timeout arbitrates
 // between the two as it does between processes. The *sql.DB stays inside
-// the driver; a server database returns its own dialect's driver.
+// the driver.
+//
+// On PostgreSQL it is river's database/sql driver on a pool of its own
+// (the store's stays free for requests), with river's tables migrated
+// once under the cropkit migration lock, however many processes start
+// together; any number of processes may then work the same queue.
 func (a *Archive) JobsDriver(ctx context.Context) (riverdriver.Driver[*sql.Tx], func() error, error) {
+	if pg, ok := a.store.(*pgStore); ok {
+		return pg.jobsDriver(ctx)
+	}
 	s, ok := a.store.(*sqliteStore)
 	if !ok {
 		return nil, nil, ErrNoJobQueue

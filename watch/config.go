@@ -25,9 +25,15 @@ const (
 	DefaultMaxCloud   = 80.0
 	// DefaultMargin is how far before the newest ingested acquisition a poll
 	// searches: catalogues publish items hours or days after acquisition.
-	DefaultMargin      = 10 * 24 * time.Hour
-	DefaultFieldCheck  = 2 * time.Second
-	DefaultWorkers     = 2
+	DefaultMargin     = 10 * 24 * time.Hour
+	DefaultFieldCheck = 2 * time.Second
+	DefaultWorkers    = 2
+	// DefaultJobTimeout bounds one job; with RescueMargin and river's
+	// rescuer interval (30 s) a dead worker's job runs again within a minute.
+	DefaultJobTimeout = 20 * time.Second
+	// RescueMargin is how long after its timeout a job still "running" is
+	// taken for one whose worker died.
+	RescueMargin       = 5 * time.Second
 	DefaultMaxAttempts = 8
 	DefaultRetryBase   = 30 * time.Second
 	DefaultRetryMax    = 6 * time.Hour

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +59,11 @@ type Config struct {
 	// LISTEN/NOTIFY: jobs the watcher inserts itself wait for it too); 0
 	// means a tenth of Poll, between 100ms and 1s.
 	JobPoll time.Duration
+	// JobTimeout bounds one job's run (it is cancelled and retried after);
+	// 0 means DefaultJobTimeout. A job whose process died is rescued
+	// (retried by another) JobTimeout+RescueMargin after it started, plus
+	// up to river's rescuer interval (30 s).
+	JobTimeout time.Duration
 	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
 	Client *stac.Client
 	// Metrics records the watcher's metrics; nil records none.
@@ -122,6 +129,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	setDefault(&cfg.MaxAttempts, DefaultMaxAttempts)
 	setDefault(&cfg.RetryBase, DefaultRetryBase)
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
+	setDefault(&cfg.JobTimeout, DefaultJobTimeout)
 	if cfg.JobPoll <= 0 {
 		cfg.JobPoll = time.Second
 		if cfg.Poll > 0 {
@@ -161,14 +169,23 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
 		Workers:           workers,
 		MaxAttempts:       cfg.MaxAttempts,
-		RetryPolicy:       retryPolicy{base: cfg.RetryBase, max: cfg.RetryMax},
+		RetryPolicy:       retryPolicy{base: cfg.RetryBase, max: cfg.RetryMax, rescueAfter: cfg.JobTimeout + RescueMargin},
 		Logger:            w.log.With("component", "jobs"),
 		FetchPollInterval: cfg.JobPoll,
-		// Ingestions are field windows of one item; a stuck one is rescued
-		// (retried) after this.
-		JobTimeout: time.Hour,
+		// Ingestions are field windows of one item. A job whose worker
+		// died (SIGKILL, lost host) stays "running" until the leader's
+		// rescuer retries it: soon after its timeout, so another worker
+		// picks it up within a minute.
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.JobTimeout + RescueMargin,
 	}
 	rc.FetchCooldown = min(cfg.JobPoll, 100*time.Millisecond)
+	// The client ID (in a job's attempted_by) names the worker process,
+	// for operators of several workers (and the scale-out test).
+	host, _ := os.Hostname()
+	// Unique also between the watchers of one process (tests).
+	rc.ID = fmt.Sprintf("%s_pid%d_%s_%08x", cmp.Or(host, "cropkit"), os.Getpid(),
+		strings.ReplaceAll(time.Now().UTC().Format("2006_01_02T15_04_05.000000"), ".", "_"), rand.Uint32())
 	if cfg.Poll > 0 {
 		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
 			func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: cfg.Collection}, nil },
@@ -332,9 +349,14 @@ func (w *Watcher) PollNow(ctx context.Context) error {
 
 // retryPolicy doubles the delay each attempt from base up to max, with
 // full jitter so that jobs failing together do not retry together.
-type retryPolicy struct{ base, max time.Duration }
+type retryPolicy struct{ base, max, rescueAfter time.Duration }
 
 func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	// A job rescued from a dead worker (still "running" well after its
+	// timeout) did not fail: it runs again at once.
+	if p.rescueAfter > 0 && job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= p.rescueAfter {
+		return time.Now()
+	}
 	d := p.base << min(max(job.Attempt-1, 0), 30)
 	if d <= 0 || d > p.max {
 		d = p.max

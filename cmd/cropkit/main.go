@@ -4,6 +4,7 @@
 //	cropkit ingest  --data DIR SCENE...
 //	cropkit index   --scene DIR --fields FILE.geojson --index ndvi,... --out OUTDIR
 //	cropkit zones   --scene DIR --fields FILE.geojson --field NAME --index ndvi --zones K --out FILE
+//	cropkit worker  --db URL --blobs URL --catalog URL
 //	cropkit user add NAME --data DIR
 //	cropkit token create|list|revoke NAME --data DIR
 package main
@@ -32,6 +33,7 @@ func commands() map[string]command {
 		"user":   runUser,
 		"token":  runToken,
 		"watch":  runWatch,
+		"worker": runWorker,
 
 		"boundaries": runBoundaries,
 	}
@@ -47,6 +49,7 @@ commands:
   user     manage accounts (user add NAME)
   token    manage tokens (token create|list|revoke NAME)
   watch    monitor a STAC catalogue for new imagery of the fields, without the HTTP API
+  worker   run the job queue (polls, backfills, ingestions, webhooks) on a shared --db/--blobs, without the HTTP API
 
 Run 'cropkit <command> -h' for the command's flags.
 `

@@ -29,12 +29,14 @@ import (
 //	              [--webhook-retry-base 5s] [--webhook-timeout 15s] [--webhook-allow-private] [--webhook-concurrency 8]
 //	              [--ingest-allow-private] [--shutdown-grace 15s]
 //	              [--catalog URL [--collection sentinel-2-l2a] [--poll 1h] [--backfill 90d] [--max-cloud 80]]
+//	              [--db URL --blobs URL] [--jobs=false]
 //
 // The first start creates the account "admin" and prints its token once.
 // --demo registers the bundled sample's fields for admin, ingests its scenes
 // and prints a curl command that downloads a PNG.
 // It also delivers the webhook outbox (server.RunWebhooks) until shutdown,
-// and with --catalog runs the monitoring watcher (see runWatch).
+// and with --catalog runs the monitoring watcher (see runWatch); with
+// --jobs=false it does neither and only serves (see runWorker).
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -51,6 +53,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
 	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let /scenes/ingest and --catalog fetch scene, catalogue and band URLs from loopback, private, link-local and metadata addresses")
 	mon := addWatchFlags(fs)
+	jobs := fs.Bool("jobs", true, "run the job queue in this process: the --catalog watcher and webhook delivery\n"+
+		"(false: serve only; cropkit worker processes on the same --db/--blobs do the jobs)")
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGTERM, how long requests in flight may finish before they are cancelled")
 	tokenTTL := fs.Duration("token-ttl", 0, "lifetime of new tokens, e.g. 720h (0: tokens do not expire)")
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +71,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if err := mon.check(); err != nil {
 		return err
+	}
+	if !*jobs && mon.catalog != "" {
+		return errors.New("--catalog needs --jobs: with --jobs=false run the watcher in cropkit worker")
 	}
 	// The garbage collector works harder near 900 MiB so the process stays
 	// under 1 GB with field reads bounded by the archive's memory budget.
@@ -142,9 +149,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go func() { serveErr <- hs.Serve(ln) }()
 	// Webhook deliveries (pending ones resume after a restart) stop after
 	// the HTTP server, letting their attempts in flight finish.
+	// With --jobs=false the workers deliver them.
 	hookCtx, stopHooks := context.WithCancel(context.Background())
 	hooksDone := make(chan error, 1)
-	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
+	if *jobs {
+		go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
+	} else {
+		hooksDone <- nil
+	}
 	defer func() { stopHooks(); <-hooksDone }()
 	// What a crash left (temporary and unreferenced files), now and hourly.
 	if err := core.RunSweeps(hookCtx, time.Hour); err != nil {

@@ -45,10 +45,17 @@ func TestStorageFlagsWriteNothingLocally(t *testing.T) {
 
 // -h lists --db and --blobs on every command that takes --data.
 func TestStorageFlagsInHelp(t *testing.T) {
-	for _, args := range [][]string{{"serve", "-h"}, {"ingest", "-h"}, {"user", "add", "-h"}, {"token", "list", "-h"}} {
-		_, out, errOut := runCmd(t, "", args...)
+	for _, args := range [][]string{{"serve", "-h"}, {"worker", "-h"}, {"ingest", "-h"}, {"user", "add", "-h"}, {"token", "list", "-h"}} {
+		code, out, errOut := runCmd(t, "", args...)
+		assert.Equal(t, 0, code, args)
 		assert.Contains(t, out+errOut, "-db", args)
 		assert.Contains(t, out+errOut, "-blobs", args)
+	}
+	_, _, errOut := runCmd(t, "", "serve", "-h")
+	assert.Contains(t, errOut, "-jobs")
+	_, _, errOut = runCmd(t, "", "worker", "-h")
+	for _, flag := range []string{"-catalog", "-poll", "-backfill", "-max-cloud", "-ingest-allow-private", "-webhook-allow-private"} {
+		assert.Contains(t, errOut, flag)
 	}
 }
 

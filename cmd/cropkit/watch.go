@@ -23,6 +23,7 @@ type watchOptions struct {
 	poll                time.Duration
 	backfill            watch.Backfill
 	maxCloud            float64
+	jobTimeout          time.Duration
 }
 
 func addWatchFlags(fs *flag.FlagSet) *watchOptions {
@@ -32,12 +33,16 @@ func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	fs.DurationVar(&o.poll, "poll", watch.DefaultPoll, "catalogue poll interval (0: no polling, only backfills of new fields)")
 	fs.Var(&o.backfill, "backfill", "history ingested for a newly registered field: days (90d), a duration (36h) or a date YYYY-MM-DD")
 	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an item is never read")
+	fs.DurationVar(&o.jobTimeout, "job-timeout", watch.DefaultJobTimeout, "time limit of one job (an item's ingestion); a dead worker's job runs again 5s after it (plus up to 30s)")
 	return o
 }
 
 func (o *watchOptions) check() error {
 	if o.poll < 0 {
 		return errors.New("--poll must not be negative")
+	}
+	if o.jobTimeout <= 0 {
+		return errors.New("--job-timeout must be positive")
 	}
 	if o.maxCloud < 0 || o.maxCloud > 100 {
 		return fmt.Errorf("--max-cloud %v is not a percentage", o.maxCloud)
@@ -47,7 +52,7 @@ func (o *watchOptions) check() error {
 
 func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch.Metrics, logger *slog.Logger) watch.Config {
 	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collection: o.collection, Poll: o.poll, Backfill: o.backfill,
-		MaxCloud: o.maxCloud, AllowPrivate: allowPrivate, Metrics: m, Logger: logger.With("component", "watch")}
+		MaxCloud: o.maxCloud, JobTimeout: o.jobTimeout, AllowPrivate: allowPrivate, Metrics: m, Logger: logger.With("component", "watch")}
 	if o.poll == 0 {
 		cfg.Poll = -1 // off (0 is the default in watch.Config)
 	}
@@ -98,9 +103,30 @@ func startWatcher(ctx context.Context, core *archive.Archive, cfg watch.Config) 
 // directory; the watcher finds them by itself. With --once it runs one round
 // (fields, one poll, the ingestions they queue) and exits, for cron.
 func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	return runJobs(ctx, "watch", args, stdout, stderr)
+}
+
+// runWorker is one worker of a scaled-out deployment: the job queue
+// (catalogue polls, backfills, ingestions) and the webhook outbox on a
+// shared database and blob store, without the HTTP API, until ctx ends:
+//
+//	cropkit worker --db postgres://… --blobs s3://… --catalog URL [the flags of watch]
+//
+// Any number of workers and of `cropkit serve --jobs=false` replicas share
+// one PostgreSQL database and one bucket: river hands each job to one
+// worker, a job whose worker died runs again on another within a minute,
+// and each notification is delivered by one dispatcher.
+func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runJobs(ctx, "worker", args, stdout, stderr)
+}
+
+// runJobs is watch and worker: the same flags and work, worker requiring
+// --db and --blobs.
+func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./cropkit-data", "data directory (SQLite database and product files)")
+	storage := addStorageFlags(fs)
 	minClear := fs.Float64("min-clear", archive.DefaultMinClear, "fraction of a field's pixels that must be clear for a usable image")
 	o := addWatchFlags(fs)
 	once := fs.Bool("once", false, "check the fields, poll once, ingest what is new, deliver notifications for --once-grace and exit (cron)")
@@ -110,11 +136,15 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.DurationVar(&hooks.RetryBase, "webhook-retry-base", 5*time.Second, "first webhook retry delay; the schedule (5s, 5m, 30m, 2h, 5h, 10h, 10h) scales with it")
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
+	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if name == "worker" && !storage.external() {
+		return errors.New("--db and --blobs are required (the database and blob store shared with the serve replicas)")
 	}
 	if o.catalog == "" {
 		return errors.New("--catalog is required")
@@ -122,13 +152,13 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := o.check(); err != nil {
 		return err
 	}
-	if hooks.RetryBase <= 0 || hooks.Timeout <= 0 {
-		return errors.New("--webhook-retry-base and --webhook-timeout must be positive")
+	if hooks.RetryBase <= 0 || hooks.Timeout <= 0 || hooks.Concurrency <= 0 {
+		return errors.New("--webhook-retry-base, --webhook-timeout and --webhook-concurrency must be positive")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	_, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
-	core, err := archive.Open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks})
+	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks})
 	if err != nil {
 		return err
 	}
@@ -148,7 +178,14 @@ func runWatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		stopHooks()
 		return err
 	}
-	fmt.Fprintf(stdout, "cropkit watching %s (collection %s, data %s)\n", o.catalog, o.collection, *dataDir)
+	who, where := "cropkit", *dataDir
+	if name == "worker" {
+		who = "cropkit worker"
+	}
+	if storage.external() {
+		where = "shared database and blob store"
+	}
+	fmt.Fprintf(stdout, "%s watching %s (collection %s, data %s)\n", who, o.catalog, o.collection, where)
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "shutting down")
 	err = stop()

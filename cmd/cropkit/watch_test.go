@@ -279,6 +279,9 @@ func TestWatchFlags(t *testing.T) {
 		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--backfill", "soon"}, 1, "backfill"},
 		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--max-cloud", "120"}, 1, "not a percentage"},
 		{[]string{"serve", "--catalog", "https://earth-search.aws.element84.com/v1", "--poll", "-1s"}, 1, "--poll must not be negative"},
+		{[]string{"serve", "--catalog", "https://earth-search.aws.element84.com/v1", "--jobs=false"}, 1, "--catalog needs --jobs"},
+		{[]string{"worker", "--catalog", "https://earth-search.aws.element84.com/v1"}, 1, "--db and --blobs are required"},
+		{[]string{"worker", "--db", "sqlite:x.db", "--blobs", "file://x", "--catalog", "https://earth-search.aws.element84.com/v1", "--max-cloud", "120"}, 1, "not a percentage"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

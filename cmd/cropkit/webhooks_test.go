@@ -54,10 +54,17 @@ type cropkitProcess struct {
 // waits until it listens.
 func startServeProcess(t *testing.T, dataDir string, args ...string) *cropkitProcess {
 	t.Helper()
-	argv := append([]string{"-test.run=^TestCropkitProcess$", "--", "serve", "--addr", "127.0.0.1:0", "--data", dataDir}, args...)
+	return startCropkitProcess(t, "cropkit listening on ", append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dataDir}, args...)...)
+}
+
+// startCropkitProcess starts `cropkit ARGS...` and waits for the stdout line
+// starting with ready; for serve, base is the URL that follows it.
+func startCropkitProcess(t *testing.T, ready string, args ...string) *cropkitProcess {
+	t.Helper()
+	argv := append([]string{"-test.run=^TestCropkitProcess$", "--"}, args...)
 	cmd := exec.Command(os.Args[0], argv...)
 	cmd.Env = append(os.Environ(), "CROPKIT_TEST_PROCESS=1")
-	logFile, err := os.CreateTemp(t.TempDir(), "serve-*.log")
+	logFile, err := os.CreateTemp(t.TempDir(), args[0]+"-*.log")
 	require.NoError(t, err)
 	t.Cleanup(func() { logFile.Close() })
 	cmd.Stderr = logFile
@@ -69,8 +76,8 @@ func startServeProcess(t *testing.T, dataDir string, args ...string) *cropkitPro
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "cropkit listening on "); ok {
-				listening <- strings.Fields(rest)[0]
+			if rest, ok := strings.CutPrefix(sc.Text(), ready); ok {
+				listening <- strings.Fields(rest + " .")[0]
 			}
 		}
 		p.done <- cmd.Wait()
@@ -85,9 +92,9 @@ func startServeProcess(t *testing.T, dataDir string, args ...string) *cropkitPro
 	case p.base = <-listening:
 	case err := <-p.done:
 		log, _ := os.ReadFile(logFile.Name())
-		t.Fatalf("cropkit serve exited before listening: %v\n%s", err, log)
+		t.Fatalf("cropkit %s exited before it was ready: %v\n%s", args[0], err, log)
 	case <-time.After(30 * time.Second):
-		t.Fatal("cropkit serve did not start listening within 30 s")
+		t.Fatalf("cropkit %s was not ready within 30 s", args[0])
 	}
 	return p
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -176,6 +177,75 @@ func TestScaleOut(t *testing.T) {
 		sort.Strings(dates)
 		assert.Equal(t, []string{"2019-06-10", "2019-06-20", "2019-06-30", "2019-07-05"}, dates)
 	}
+
+	// The same fields and catalogue on the embedded default, one process
+	// (`cropkit watch --once` on SQLite and files): the same products, byte
+	// for byte.
+	embeddedDir := t.TempDir()
+	emb, err := archive.Open(ctx, embeddedDir, true, archive.Config{})
+	require.NoError(t, err)
+	_, err = emb.CreateUser(ctx, archive.NewUser{Name: "farmer"})
+	require.NoError(t, err)
+	farmer, err := emb.UserByName(ctx, "farmer")
+	require.NoError(t, err)
+	for _, f := range feats {
+		g, err := archive.EncodeGeometry(f.Geometry)
+		require.NoError(t, err)
+		_, err = emb.RegisterField(ctx, farmer, archive.FieldInput{Name: f.Name, Geometry: []byte(g), Indices: []string{"ndvi", "evi"}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, emb.Close())
+	code, out, errOut := runCmd(t, "", "watch", "--once", "--data", embeddedDir, "--catalog", cat.URL(), "--backfill", "2019-06-01",
+		"--max-cloud", "50", "--ingest-allow-private")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	emb, err = archive.Open(ctx, embeddedDir, false, archive.Config{})
+	require.NoError(t, err)
+	defer emb.Close()
+	embedded := 0
+	for _, f := range feats {
+		for _, idx := range []string{"ndvi", "evi"} {
+			fl, err := clients[0].ListFiles(ctx, client.ListFilesRequest{FieldName: f.Name, Index: idx})
+			require.NoError(t, err)
+			ef, err := emb.Field(ctx, farmer, f.Name, false)
+			require.NoError(t, err)
+			eps, err := emb.Products(ctx, ef, archive.ProductQuery{Index: idx, UsableOnly: true})
+			require.NoError(t, err)
+			require.Len(t, eps, len(fl.Indices[idx]), "%s %s: the same usable dates embedded and scaled out", f.Name, idx)
+			for _, e := range fl.Indices[idx] {
+				file, err := clients[1].DownloadPNG(ctx, client.DownloadRequest{FieldName: f.Name, Index: idx, Date: e.Date})
+				require.NoError(t, err)
+				img, err := emb.Image(ctx, farmer, archive.ImageQuery{Field: f.Name, Index: idx, Date: e.Date})
+				require.NoError(t, err)
+				require.Equal(t, e.Date, img.Product.Date)
+				png, err := emb.PNG(ctx, img)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(file.Data, png), "%s %s %s differs from the embedded run", f.Name, idx, e.Date)
+				embedded++
+			}
+		}
+	}
+	require.Equal(t, products, embedded)
+
+	// API downloads with 1 and 2 replicas (both on this machine: a sizing
+	// figure for the README, not a gate).
+	measure := func(cs []*client.Client) float64 {
+		const n, conc = 400, 8
+		var wg sync.WaitGroup
+		begin := time.Now()
+		for g := range conc {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < n; i += conc {
+					_, err := cs[i%len(cs)].DownloadJSON(ctx, client.DownloadRequest{FieldName: feats[0].Name, Index: "ndvi"})
+					assert.NoError(t, err)
+				}
+			}()
+		}
+		wg.Wait()
+		return n / time.Since(begin).Seconds()
+	}
+	t.Logf("JSON downloads over loopback, 8 concurrent clients: 1 replica %.0f/s, 2 replicas %.0f/s", measure(clients[:1]), measure(clients))
 
 	// No duplicate rows or objects: one product row per (field, index,
 	// date), every object in the bucket referenced, once.

@@ -72,7 +72,8 @@
 // region per zone and explains far less of the field). The partition explaining most of the clustered
 // features' variance wins, except that on fields of at least 2·k minimum
 // mapping units the best one of at most 2k regions wins when it is within
-// 0.02. Then the label raster is polygonized along pixel edges
+// 0.04 and not below common practice on the same starts (a sieve into the
+// largest neighbours at the minimum mapping unit). Then the label raster is polygonized along pixel edges
 // (geo.Polygonize). Result.Quality reports the variance reduction, the
 // polygon count and the smallest zone and polygon.
 //

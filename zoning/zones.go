@@ -138,7 +138,8 @@ type Result struct {
 //     region keeps at least MinAreaHa and stays connected;
 //  4. the partition explaining most of the features' variance is kept (on
 //     fields of at least 2·k minimum mapping units, the best one of at most
-//     2k regions when within 0.02 of it);
+//     2k regions when within 0.04 of it and not below a plain sieve into the
+//     largest neighbours on the same starts);
 //  5. zones are numbered 1..n by ascending RasterVal, the zone mean of the
 //     first crop_health layer (or of the first layer when none is marked);
 //  6. the label raster is polygonized (geo.Polygonize): 4-connected regions,
@@ -200,12 +201,14 @@ type variant struct {
 // on fields of at most maxExact1D pixels, 16 single Lloyd runs; each
 // post-processed five ways; the partition with the highest variance
 // reduction kept, except that on fields of at least 2·k minimum mapping
-// units the best one of at most 2k regions is kept when it is within 0.02.
+// units the best one of at most 2k regions is kept when it is within 0.04
+// and not below common practice on the same starts (a sieve into the
+// largest neighbours at the minimum mapping unit).
 // Fields of more than 5,000 pixels (50 ha at 10 m; none of the measured
 // real fields) get one start (exact 1-D up to 50,000 pixels, else Lloyd)
 // and the best single post-processing, for speed.
 func defaultPipeline() pipeline {
-	return pipeline{smooth: -1, lloydToo: true, extraStarts: 16, capSlack: 0.02, capMinUnits: 2, searchPixels: 5000,
+	return pipeline{smooth: -1, lloydToo: true, extraStarts: 16, capSlack: 0.04, capMinUnits: 2, searchPixels: 5000,
 		// Alone on fields above searchPixels: the best single variant.
 		variant: variant{mergeByValue: true, intoLarge: true, sievePasses: 1, refine: true},
 		variants: []variant{
@@ -367,7 +370,21 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 				capped = i
 			}
 		}
-		if capped >= 0 && cands[capped].vr >= bestVR-pipe.capSlack {
+		// Never below what common practice gives on the same starts (each
+		// start sieved into its largest neighbours at the minimum mapping
+		// unit, gdal_sieve's rule): fewer polygons must not cost that.
+		practice := math.Inf(-1)
+		if capped >= 0 && capped != best && cands[capped].vr >= bestVR-pipe.capSlack {
+			for _, km := range starts {
+				l, err := postProcess(ctx, km.Labels, idx, features, feat, mask, grid, len(used), opts.Zones, minPixels,
+					variant{intoLarge: true, sievePasses: 1})
+				if err != nil {
+					return nil, err
+				}
+				practice = max(practice, featureVR(l, feat, len(used), opts.Zones))
+			}
+		}
+		if capped >= 0 && cands[capped].vr >= bestVR-pipe.capSlack && cands[capped].vr >= practice-1e-12 {
 			best = capped
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/webhook"
 )
 
 // DefaultMinClear is the clear fraction from which a field's image is usable.
@@ -190,14 +189,12 @@ func (a *Archive) step(name string) {
 	}
 }
 
-// Notifier wakes the webhook dispatcher (nil-safe).
+// wakeDispatcher wakes the webhook dispatcher (nil-safe).
 func (a *Archive) wakeDispatcher() {
 	if a.hooks != nil && a.hooks.dispatcher != nil {
 		a.hooks.dispatcher.Notify()
 	}
 }
-
-var _ = webhook.FormatDate
 
 // TempDir is where uploads being received are spooled (emptied by New).
 func (a *Archive) TempDir() string { return a.tempDir }

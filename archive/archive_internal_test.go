@@ -3,7 +3,6 @@ package archive
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,12 +203,6 @@ func TestMigrateV1KeepsData(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, seasons)
 }
-
-var (
-	_ = errors.New
-	_ = time.Now
-	_ orb.Point
-)
 
 func TestClosestDate(t *testing.T) {
 	ps := []Product{{Date: "2019-04-01"}, {Date: "2019-04-21"}, {Date: "2019-05-16"}}

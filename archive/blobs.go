@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -176,4 +177,18 @@ func (d DirBlobs) Open(ctx context.Context, key string) (io.ReaderAt, int64, io.
 		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, err)
 	}
 	return f, st.Size(), f, nil
+}
+
+// openBlob opens key for reading at offsets: through BlobOpener when the
+// blobs offer it (a zip member or directory is read without the rest),
+// else from the whole blob in memory.
+func (a *Archive) openBlob(ctx context.Context, key string) (io.ReaderAt, int64, io.Closer, error) {
+	if o, ok := a.blobs.(BlobOpener); ok {
+		return o.Open(ctx, key)
+	}
+	data, err := a.blobs.Get(ctx, key)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return bytes.NewReader(data), int64(len(data)), io.NopCloser(nil), nil
 }

@@ -128,25 +128,11 @@ func (img Image) MeanVariation() (float64, *string) { return meanVariation(img.P
 // File reads the image's png or json as stored in its date's bundle.
 func (a *Archive) File(ctx context.Context, img Image, ext string) ([]byte, error) {
 	key := img.Product.Bundle
-	var (
-		ra   io.ReaderAt
-		size int64
-	)
-	if o, ok := a.blobs.(BlobOpener); ok {
-		// Read only the member asked for (a bundle holds every index).
-		r, n, c, err := o.Open(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("read products of field %d %s: %w", img.Field.ID, img.Product.Date, err)
-		}
-		defer c.Close()
-		ra, size = r, n
-	} else {
-		data, err := a.blobs.Get(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("read products of field %d %s: %w", img.Field.ID, img.Product.Date, err)
-		}
-		ra, size = bytes.NewReader(data), int64(len(data))
+	ra, size, closer, err := a.openBlob(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read products of field %d %s: %w", img.Field.ID, img.Product.Date, err)
 	}
+	defer closer.Close()
 	zr, err := zip.NewReader(ra, size)
 	if err != nil {
 		return nil, fmt.Errorf("read products %s: %w", key, err)

@@ -87,11 +87,21 @@ func (a *Archive) Upload(ctx context.Context, f Field, name string) (Upload, err
 	if err != nil {
 		return Upload{}, err
 	}
-	return readUpload(data)
+	return readUpload(bytes.NewReader(data), int64(len(data)), true)
 }
 
-// Uploads lists field f's uploads by name.
+// Uploads lists field f's uploads by name, with their files' contents.
 func (a *Archive) Uploads(ctx context.Context, f Field) ([]Upload, error) {
+	return a.uploads(ctx, f, true)
+}
+
+// UploadSummaries lists field f's uploads by name with their file names and
+// times but no contents (only each zip's directory is read).
+func (a *Archive) UploadSummaries(ctx context.Context, f Field) ([]Upload, error) {
+	return a.uploads(ctx, f, false)
+}
+
+func (a *Archive) uploads(ctx context.Context, f Field, withData bool) ([]Upload, error) {
 	var keys []string
 	err := a.blobs.List(ctx, uploadsVersionPrefix(f.ID, f.Version), func(b BlobInfo) error {
 		if !b.Temp && strings.HasSuffix(b.Key, ".zip") {
@@ -104,14 +114,15 @@ func (a *Archive) Uploads(ctx context.Context, f Field) ([]Upload, error) {
 	}
 	out := []Upload{}
 	for _, k := range keys {
-		data, err := a.blobs.Get(ctx, k)
+		ra, size, closer, err := a.openBlob(ctx, k)
 		if errors.Is(err, ErrNotFound) {
 			continue // replaced meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		up, err := readUpload(data)
+		up, err := readUpload(ra, size, withData)
+		closer.Close()
 		if err != nil {
 			return nil, fmt.Errorf("upload %s: %w", k, err)
 		}
@@ -121,23 +132,28 @@ func (a *Archive) Uploads(ctx context.Context, f Field) ([]Upload, error) {
 	return out, nil
 }
 
-func readUpload(data []byte) (Upload, error) {
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+// readUpload reads a stored upload: its name, files and time, with the
+// files' contents when withData (else nil contents).
+func readUpload(ra io.ReaderAt, size int64, withData bool) (Upload, error) {
+	zr, err := zip.NewReader(ra, size)
 	if err != nil {
 		return Upload{}, fmt.Errorf("read upload: %w", err)
 	}
 	up := Upload{Name: zr.Comment, Files: map[string][]byte{}}
 	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			return Upload{}, fmt.Errorf("read upload: %w", err)
+		up.Files[f.Name] = nil
+		if withData {
+			rc, err := f.Open()
+			if err != nil {
+				return Upload{}, fmt.Errorf("read upload: %w", err)
+			}
+			b, err := io.ReadAll(io.LimitReader(rc, 1<<30))
+			rc.Close()
+			if err != nil {
+				return Upload{}, fmt.Errorf("read upload: %w", err)
+			}
+			up.Files[f.Name] = b
 		}
-		b, err := io.ReadAll(io.LimitReader(rc, 1<<30))
-		rc.Close()
-		if err != nil {
-			return Upload{}, fmt.Errorf("read upload: %w", err)
-		}
-		up.Files[f.Name] = b
 		if up.Uploaded.IsZero() || f.Modified.After(up.Uploaded) {
 			up.Uploaded = f.Modified
 		}

@@ -239,7 +239,7 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 		}
 		out.Indices[name] = []fileEntry{}
 	}
-	ups, err := s.core.Uploads(r.Context(), f)
+	ups, err := s.core.UploadSummaries(r.Context(), f)
 	if err != nil {
 		return err
 	}

@@ -517,7 +517,7 @@ func (s *Server) handleFilesUploads(w http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return err
 	}
-	sets, err := s.core.Uploads(r.Context(), f)
+	sets, err := s.core.UploadSummaries(r.Context(), f) // names only: a raster is read below to describe it
 	if err != nil {
 		return err
 	}
@@ -530,7 +530,11 @@ func (s *Server) handleFilesUploads(w http.ResponseWriter, r *http.Request, c *c
 		slices.Sort(names)
 		j := uploadJSON{Filename: set.Name, Kind: "shapefile", Files: names, UploadedAt: set.Uploaded.UTC().Format(time.RFC3339)}
 		if slices.Contains(rasterExts, strings.ToLower(path.Ext(set.Name))) {
-			if j, err = checkRaster(set.Name, set.Files[set.Name]); err != nil {
+			full, err := s.core.Upload(r.Context(), f, set.Name)
+			if err != nil {
+				return err
+			}
+			if j, err = checkRaster(set.Name, full.Files[set.Name]); err != nil {
 				return fmt.Errorf("stored raster %s: %w", set.Name, err)
 			}
 			j.UploadedAt = set.Uploaded.UTC().Format(time.RFC3339)

@@ -158,8 +158,11 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if err != nil {
 		return nil, fmt.Errorf("watch: job queue migrations: %w", err)
 	}
-	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return nil, fmt.Errorf("watch: migrate job queue: %w", err)
+	if err := retryBusy(ctx, w.log, startPatience, "migrate job queue", func() error {
+		_, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &pollWorker{w: w})
@@ -210,10 +213,11 @@ func setDefault[T comparable](v *T, def T) {
 // then lets the jobs in flight finish (for up to a minute; then they are
 // cancelled and retried at the next start).
 func (w *Watcher) Run(ctx context.Context) error {
-	// The queue runs on its own context: cancelling the one given to
-	// Start would stop it without letting running jobs finish.
-	if err := w.queue.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("watch: start jobs: %w", err)
+	if err := w.startQueue(ctx, 0); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before the queue could start
+		}
+		return err
 	}
 	events, unsubscribe := w.queue.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
 		river.EventKindJobCancelled, river.EventKindJobSnoozed)
@@ -248,13 +252,56 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 }
 
+// startPatience is how long New and RunOnce keep trying to migrate and
+// start the queue.
+const startPatience = 2 * time.Minute
+
+// startQueue starts the job queue, trying again while ctx lasts (and, when
+// patience is positive, for at most that long). The queue runs on its own
+// context: cancelling ctx would stop it without letting running jobs
+// finish.
+func (w *Watcher) startQueue(ctx context.Context, patience time.Duration) error {
+	return retryBusy(ctx, w.log, patience, "start jobs", func() error {
+		return w.queue.Start(context.WithoutCancel(ctx))
+	})
+}
+
+// retryBusy runs f until it succeeds, with backoff from 1 s to 30 s, while
+// ctx lasts and (when patience is positive) for at most patience. Starting
+// and migrating the queue write to the database, starting within a 10 s
+// limit of river's own: on SQLite another process (or the archive) holding
+// the write lock past it must delay the watcher, not end it.
+func retryBusy(ctx context.Context, log *slog.Logger, patience time.Duration, what string, f func() error) error {
+	var deadline time.Time
+	if patience > 0 {
+		deadline = time.Now().Add(patience)
+	}
+	wait := time.Second
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("watch: %s: %w", what, err)
+		}
+		log.WarnContext(ctx, what+"; trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("watch: %s: %w", what, errors.Join(err, ctx.Err()))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
 // RunOnce checks the fields, polls the catalogue once and returns when no
 // job is pending, available or running (cron-like deployments): jobs whose
 // retry is scheduled later are left for the next run, which picks them up
 // from the queue. Config.Poll should be negative (no periodic polls).
 func (w *Watcher) RunOnce(ctx context.Context) error {
-	if err := w.queue.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("watch: start jobs: %w", err)
+	if err := w.startQueue(ctx, startPatience); err != nil {
+		return err
 	}
 	events, unsubscribe := w.queue.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
 		river.EventKindJobCancelled, river.EventKindJobSnoozed)

@@ -2,6 +2,7 @@ package watch_test
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
 
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
@@ -208,7 +210,7 @@ func TestBackfillPollRestart(t *testing.T) {
 	r2 := startWatcher(t, e, cat, nil)
 	require.Eventually(t, func() bool {
 		return testutil.ToFloat64(r2.metrics.Polls.WithLabelValues("ok")) >= 2
-	}, 30*time.Second, 50*time.Millisecond)
+	}, 90*time.Second, 50*time.Millisecond)
 	r2.stop()
 	assert.Zero(t, cat.Stats().AssetRequests, "band requests after a restart")
 	after := items(t, e.core)
@@ -360,4 +362,73 @@ func TestUpdatedItemsAndNewFields(t *testing.T) {
 		return all[ids[0]].Fields[f1.ID] == 1 && all[ids[1]].Fields[f1.ID] == 1
 	}, 20*time.Second, 20*time.Millisecond)
 	assert.Equal(t, []string{"2019-06-20", "2019-06-30"}, usableDates(t, core, f1))
+}
+
+// TestStartWaitsOutALockedDatabase: another process holding SQLite's write
+// lock for longer than river's 10 s start limit, while the watcher migrates
+// its queue or while it starts it, delays the watcher; once the lock is
+// released it starts, polls and ingests.
+func TestStartWaitsOutALockedDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds the database lock for 12 s")
+	}
+	for _, lockBeforeNew := range []bool{true, false} {
+		name := "locked while starting"
+		if lockBeforeNew {
+			name = "locked while migrating"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cat := stactest.New(t, stactest.Options{})
+			cat.Publish(stactest.Chips(t, place, "2019-06-20")...)
+			e := openEnv(t, t.TempDir())
+			e.registerFields(t, "UES-01")
+			drv, closeDrv, err := e.core.JobsDriver(ctx)
+			require.NoError(t, err)
+			defer closeDrv()
+			cfg := watch.Config{
+				Archive: e.core, Catalog: cat.URL(), Poll: 300 * time.Millisecond, AllowPrivate: true,
+				Backfill:   watch.Backfill{From: time.Date(2019, 6, 1, 0, 0, 0, 0, time.UTC)},
+				FieldCheck: 50 * time.Millisecond, JobPoll: 50 * time.Millisecond,
+			}
+
+			// The other process: a connection of its own in a write transaction.
+			other, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, archive.DBFile)+"?_pragma=busy_timeout(10000)")
+			require.NoError(t, err)
+			defer other.Close()
+			conn, err := other.Conn(ctx)
+			require.NoError(t, err)
+			defer conn.Close()
+			lock := func() time.Time {
+				_, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+				require.NoError(t, err)
+				time.AfterFunc(12*time.Second, func() {
+					_, err := conn.ExecContext(ctx, "ROLLBACK")
+					assert.NoError(t, err)
+				})
+				return time.Now()
+			}
+
+			var locked time.Time
+			if lockBeforeNew {
+				locked = lock()
+			}
+			w, err := watch.New(ctx, cfg, drv)
+			require.NoError(t, err)
+			if !lockBeforeNew {
+				locked = lock()
+			}
+			runCtx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- w.Run(runCtx) }()
+			got := waitItems(t, e.core, 1, id("2019-06-20"))
+			took := time.Since(locked)
+			cancel()
+			require.NoError(t, <-done)
+			assert.Equal(t, archive.ItemIngested, got[id("2019-06-20")].State)
+			assert.Greater(t, took, 12*time.Second)
+			t.Logf("ingested %v after the lock was taken", took)
+		})
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return 0
 	}
+	stdout, stderr = serialized(stdout), serialized(stderr)
 	cmd, ok := commands()[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "cropkit: unknown command %q\n%s", args[0], usage)
@@ -82,4 +84,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 	return 0
+}
+
+// lockedWriter serializes writes: a command's logger, its workers and its
+// own messages share stdout and stderr from several goroutines, and a
+// writer such as a test's strings.Builder (or a pipe wrapped by a caller)
+// is not safe for that.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// serialized returns w behind a lock, or w itself when it already is.
+func serialized(w io.Writer) io.Writer {
+	if _, ok := w.(*lockedWriter); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
 }

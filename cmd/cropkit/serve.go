@@ -38,6 +38,7 @@ import (
 // and with --catalog runs the monitoring watcher (see runWatch); with
 // --jobs=false it does neither and only serves (see runWorker).
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	stdout, stderr = serialized(stdout), serialized(stderr)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address HOST:PORT")

@@ -123,6 +123,7 @@ func runWorker(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // runJobs is watch and worker: the same flags and work, worker requiring
 // --db and --blobs.
 func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	stdout, stderr = serialized(stdout), serialized(stderr)
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./cropkit-data", "data directory (SQLite database and product files)")

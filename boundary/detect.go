@@ -185,8 +185,28 @@ func LastSeason(dates []time.Time) (start, end time.Time, ok bool) {
 // with ErrEmptyAOI, ErrTooLarge or ErrNoImagery (errors.Is).
 func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Options) (*Result, error) {
 	o := opts.withDefaults()
+	acc, res, err := readSeason(ctx, scenes, aoi, o)
+	if err != nil {
+		return nil, err
+	}
+	acc.coregister(o.MaxShiftPixels)
+	labels, n, edges, err := segment(acc, o)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := fields(acc, labels, n, edges, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Fields = fields
+	return res, nil
+}
+
+// readSeason reads the clear dates of the season (o with defaults) over
+// aoi into profiles; the Result it returns has all but the fields.
+func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Options) (*profiles, *Result, error) {
 	if len(aoi) == 0 {
-		return nil, ErrEmptyAOI
+		return nil, nil, ErrEmptyAOI
 	}
 	start, end := o.Start, o.End
 	if start.IsZero() && end.IsZero() {
@@ -196,7 +216,7 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		}
 		var ok bool
 		if start, end, ok = LastSeason(dates); !ok {
-			return nil, fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery)
+			return nil, nil, fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery)
 		}
 	}
 	order := make([]Scene, 0, len(scenes))
@@ -216,11 +236,11 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 	var ref *imagery.FieldRaster
 	for _, s := range order {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ref == nil {
 			if err := checkSize(s, aoi, o.MaxPixels); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		fr, err := s.ReadField(ctx, aoi, nil)
@@ -229,7 +249,7 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 			res.Skipped = append(res.Skipped, s.ID()+": no overlap")
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
 		if ref == nil {
 			ref = fr
@@ -251,11 +271,11 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		picks = append(picks, s)
 	}
 	if ref == nil {
-		return nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
+		return nil, nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
 			start.Format(time.DateOnly), end.Format(time.DateOnly))
 	}
 	if len(picks) == 0 {
-		return nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
+		return nil, nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
 			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
 	}
 	// More clear dates than MaxDates: keep MaxDates spread evenly in time.
@@ -276,14 +296,14 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 	valid := make([]bool, len(ref.InField))
 	for _, s := range picks {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		fr, err := s.ReadField(ctx, aoi, readBands)
 		if err != nil {
-			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
 		if fr.Grid != ref.Grid {
-			return nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
+			return nil, nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
 		}
 		for i := range valid {
 			valid[i] = ref.InField[i] && fr.Clear[i]
@@ -296,24 +316,25 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		res.Dates = append(res.Dates, s.Date())
 	}
 	res.Grid = ref.Grid
-	acc.coregister(o.MaxShiftPixels)
+	return acc, res, nil
+}
+
+// segment splits the area into regions (labels 0…n−1 per pixel, −1
+// outside the area) and returns them with the pixel edges they were
+// judged by: region merging, absorption of small segments, border
+// refinement and a sieve.
+func segment(acc *profiles, o Options) (labels []int32, n int, edges []edge, err error) {
 	g := newRegions(acc, o.TextureWeight)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))
-	labels := g.labels()
+	labels = g.labels()
 	refine(acc, labels, o.RefineIterations)
-	cols, rows := ref.Grid.Cols, ref.Grid.Rows
+	cols, rows := acc.cols, acc.rows
 	components(labels, cols, rows)
 	if err := geo.Sieve(labels, cols, rows, o.MinSegmentPixels, -1); err != nil {
-		return nil, fmt.Errorf("sieve regions: %w", err)
+		return nil, 0, nil, fmt.Errorf("sieve regions: %w", err)
 	}
-	n := components(labels, cols, rows)
-	fields, err := fields(acc, labels, n, g.edges, o)
-	if err != nil {
-		return nil, err
-	}
-	res.Fields = fields
-	return res, nil
+	return labels, components(labels, cols, rows), g.edges, nil
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

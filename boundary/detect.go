@@ -33,8 +33,9 @@ const (
 	DefaultMinAreaHa        = 0.2
 	DefaultMinClearFraction = 0.9
 	DefaultMaxPixels        = 300_000
-	DefaultMergeThreshold   = 0.06
+	DefaultMergeThreshold   = 0.0475
 	DefaultTextureWeight    = 1.0
+	DefaultBandWeight       = 2.0
 	DefaultMinGreenNDVI     = 0.5
 	DefaultMinCoreFraction  = 0.15
 	DefaultMinSegmentPixels = 8
@@ -69,8 +70,13 @@ type Options struct {
 	// two regions' mean inner edge strength, so textured fields hold
 	// together (default 1; negative: border strength alone).
 	TextureWeight float64
+	// BandWeight weighs each of the four 10 m bands' reflectance
+	// difference, scaled to NDVI's typical in-field difference, against
+	// the NDVI difference in the edge strength (default 2; negative: NDVI
+	// alone).
+	BandWeight float64
 	// MaxDates bounds the clear dates used, evenly spread over the season
-	// (default 40): memory is about 4 bytes per pixel and date.
+	// (default 40): memory is about 12 bytes per pixel and date.
 	MaxDates int
 	// MaxShiftPixels bounds the whole-pixel shift each date may take to
 	// align with the others (default 2; negative: no co-registration).
@@ -114,6 +120,12 @@ func (o Options) withDefaults() Options {
 	if o.TextureWeight < 0 {
 		o.TextureWeight = 0
 	}
+	if o.BandWeight == 0 {
+		o.BandWeight = DefaultBandWeight
+	}
+	if o.BandWeight < 0 {
+		o.BandWeight = 0
+	}
 	if o.MaxDates <= 0 {
 		o.MaxDates = DefaultMaxDates
 	}
@@ -156,9 +168,6 @@ type Result struct {
 	// Grid is the area's window of the scenes' grid, in the scene CRS.
 	Grid geo.Grid
 }
-
-// bands read per date: the 10 m bands (the 20 m ones would blur edges).
-var readBands = []string{"B04", "B08"}
 
 // LastSeason returns the last growing season (1 March to 31 October, UTC)
 // holding at least one of dates, and false when none falls in a season.
@@ -298,7 +307,11 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		fr, err := s.ReadField(ctx, aoi, readBands)
+		fr, err := s.ReadField(ctx, aoi, reflBands[:])
+		if errors.Is(err, imagery.ErrMissingBand) {
+			// Without the visible bands the date still gives its NDVI.
+			fr, err = s.ReadField(ctx, aoi, ndviBands)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
@@ -307,7 +320,7 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 		}
 		for i := range valid {
 			valid[i] = ref.InField[i] && fr.Clear[i]
-			for _, b := range readBands {
+			for _, b := range ndviBands {
 				valid[i] = valid[i] && finite(fr.Bands[b][i])
 			}
 			valid[i] = valid[i] && fr.Bands["B04"][i]+fr.Bands["B08"][i] > 0
@@ -324,6 +337,7 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 // judged by: region merging, absorption of small segments, border
 // refinement and a sieve.
 func segment(acc *profiles, o Options) (labels []int32, n int, edges []edge, err error) {
+	acc.weighBands(o.BandWeight)
 	g := newRegions(acc, o.TextureWeight)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))

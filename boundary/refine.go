@@ -15,7 +15,8 @@ func (g *regions) labels() []int32 {
 }
 
 // refine moves pixels on region borders to the adjacent region whose mean
-// NDVI profile over the season is closest to theirs, iterations times.
+// profile over the season is closest to theirs, iterations times, by the
+// measure of the edge strength (NDVI and the weighed bands, see edges).
 // Border pixels are mostly mixed pixels; with linear mixing the closer
 // profile is the field covering more of the pixel, which is the one the
 // pixel-centre rule gives it to. Moves are decided together per iteration.
@@ -24,8 +25,19 @@ func refine(a *profiles, labels []int32, iterations int) {
 	if nd == 0 {
 		return
 	}
+	// Features per date: NDVI, then each band's reflectance times alpha.
+	const nf = 1 + nRefl
+	feature := func(d, f, i int) (float64, bool) {
+		if f == 0 {
+			v := a.ndvi[d][i]
+			return float64(v), v == v
+		}
+		q := a.refl[f-1][d][i]
+		return a.alpha[f-1] * float64(q), q > 0 && a.alpha[f-1] > 0
+	}
 	type move struct{ i, to int32 }
 	for range iterations {
+		// Per region: sum and count per date and feature.
 		sum := make(map[int32][]float64)
 		for i, l := range labels {
 			if l < 0 {
@@ -33,35 +45,47 @@ func refine(a *profiles, labels []int32, iterations int) {
 			}
 			s := sum[l]
 			if s == nil {
-				s = make([]float64, 2*nd)
+				s = make([]float64, 2*nd*nf)
 				sum[l] = s
 			}
-			for d, p := range a.ndvi {
-				if v := p[i]; v == v {
-					s[d] += float64(v)
-					s[nd+d]++
+			for d := range nd {
+				for f := range nf {
+					if v, ok := feature(d, f, i); ok {
+						s[(d*nf+f)*2] += v
+						s[(d*nf+f)*2+1]++
+					}
 				}
 			}
 		}
 		mean := make(map[int32][]float64, len(sum))
 		for l, s := range sum {
-			m := make([]float64, nd)
-			for d := range m {
-				m[d] = math.NaN()
-				if s[nd+d] > 0 {
-					m[d] = s[d] / s[nd+d]
+			m := make([]float64, nd*nf)
+			for k := range m {
+				m[k] = math.NaN()
+				if s[2*k+1] > 0 {
+					m[k] = s[2*k] / s[2*k+1]
 				}
 			}
 			mean[l] = m
 		}
 		dist := func(i int, l int32) float64 {
 			m, t, n := mean[l], 0.0, 0
-			for d, p := range a.ndvi {
-				if v := p[i]; v == v && m[d] == m[d] {
-					x := float64(v) - m[d]
-					t += x * x
-					n++
+			for d := range nd {
+				v, ok := feature(d, 0, i)
+				if !ok || m[d*nf] != m[d*nf] {
+					continue
 				}
+				x := v - m[d*nf]
+				num, den := x*x, 1.0
+				for f := 1; f < nf; f++ {
+					if v, ok := feature(d, f, i); ok && m[d*nf+f] == m[d*nf+f] {
+						x = v - m[d*nf+f]
+						num += x * x
+						den += a.bandW2
+					}
+				}
+				t += num / den
+				n++
 			}
 			if n == 0 {
 				return math.Inf(1)

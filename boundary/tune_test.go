@@ -37,7 +37,7 @@ func TestTuneParameters(t *testing.T) {
 			if mode == "texture" {
 				opts = boundary.Options{MergeThreshold: th, TextureWeight: w}
 			}
-			rows, _ := evalOpened(t, chips, opts)
+			rows, _, _ := evalOpened(t, chips, opts)
 			var in, all []float64
 			n5 := 0
 			for _, r := range rows {

@@ -92,8 +92,39 @@ func scale[T any](p *profiles, layers [][]T, diff func(l []T, i int) (float64, b
 	if len(ds) == 0 {
 		return 0
 	}
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+	return nth(ds, len(ds)/2)
+}
+
+// nth returns the k-th smallest of v (0-based), reordering v: quickselect
+// (Hoare partition, middle pivot), linear on average where a sort is not.
+func nth(v []float64, k int) float64 {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		p := v[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < p {
+				i++
+			}
+			for v[j] > p {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 func ndviDiff(l []float32, i int) (float64, bool) {

@@ -25,61 +25,65 @@ func refine(a *profiles, labels []int32, iterations int) {
 	if nd == 0 {
 		return
 	}
-	// Features per date: NDVI, then each band's reflectance times alpha.
-	const nf = 1 + nRefl
-	feature := func(d, f, i int) (float64, bool) {
-		if f == 0 {
-			v := a.ndvi[d][i]
-			return float64(v), v == v
+	// Features per date: NDVI, then each used band's reflectance times
+	// alpha; per region and feature a sum and a count.
+	var bands []int
+	for k, al := range a.alpha {
+		if al > 0 {
+			bands = append(bands, k)
 		}
-		q := a.refl[f-1][d][i]
-		return a.alpha[f-1] * float64(q), q > 0 && a.alpha[f-1] > 0
 	}
+	nf := 1 + len(bands)
 	type move struct{ i, to int32 }
 	for range iterations {
-		// Per region: sum and count per date and feature.
-		sum := make(map[int32][]float64)
+		slot := make(map[int32]int)
+		var sums [][]float64
 		for i, l := range labels {
 			if l < 0 {
 				continue
 			}
-			s := sum[l]
-			if s == nil {
-				s = make([]float64, 2*nd*nf)
-				sum[l] = s
+			k, ok := slot[l]
+			if !ok {
+				k = len(sums)
+				slot[l] = k
+				sums = append(sums, make([]float64, 2*nd*nf))
 			}
-			for d := range nd {
-				for f := range nf {
-					if v, ok := feature(d, f, i); ok {
-						s[(d*nf+f)*2] += v
-						s[(d*nf+f)*2+1]++
+			s := sums[k]
+			for d, p := range a.ndvi {
+				if v := p[i]; v == v {
+					s[2*d*nf] += float64(v)
+					s[2*d*nf+1]++
+				}
+				for f, b := range bands {
+					if q := a.refl[b][d][i]; q > 0 {
+						s[2*(d*nf+1+f)] += a.alpha[b] * float64(q)
+						s[2*(d*nf+1+f)+1]++
 					}
 				}
 			}
 		}
-		mean := make(map[int32][]float64, len(sum))
-		for l, s := range sum {
-			m := make([]float64, nd*nf)
-			for k := range m {
-				m[k] = math.NaN()
-				if s[2*k+1] > 0 {
-					m[k] = s[2*k] / s[2*k+1]
+		// Means in place of the sums (NaN where no pixel was clear).
+		for _, s := range sums {
+			for k := 0; k < len(s); k += 2 {
+				m := math.NaN()
+				if s[k+1] > 0 {
+					m = s[k] / s[k+1]
 				}
+				s[k/2] = m
 			}
-			mean[l] = m
 		}
 		dist := func(i int, l int32) float64 {
-			m, t, n := mean[l], 0.0, 0
-			for d := range nd {
-				v, ok := feature(d, 0, i)
-				if !ok || m[d*nf] != m[d*nf] {
+			m, t, n := sums[slot[l]], 0.0, 0
+			for d, p := range a.ndvi {
+				v := p[i]
+				if v != v || m[d*nf] != m[d*nf] {
 					continue
 				}
-				x := v - m[d*nf]
+				x := float64(v) - m[d*nf]
 				num, den := x*x, 1.0
-				for f := 1; f < nf; f++ {
-					if v, ok := feature(d, f, i); ok && m[d*nf+f] == m[d*nf+f] {
-						x = v - m[d*nf+f]
+				for f, b := range bands {
+					if q := a.refl[b][d][i]; q > 0 && m[d*nf+1+f] == m[d*nf+1+f] {
+						x = a.alpha[b]*float64(q) - m[d*nf+1+f]
 						num += x * x
 						den += a.bandW2
 					}

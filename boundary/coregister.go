@@ -64,6 +64,9 @@ func (p *profiles) coregister(maxShift int) []shift {
 	}
 	for d, l := range orig {
 		p.ndvi[d] = p.shifted(l, shifts[d])
+		for k := range p.refl {
+			p.refl[k][d] = shiftedOf(p, p.refl[k][d], shifts[d], 0)
+		}
 	}
 	return shifts
 }
@@ -88,8 +91,12 @@ func (p *profiles) edgeMagnitude(l []float32) []float32 {
 
 // shifted returns l shifted by s (NaN where the source lies outside).
 func (p *profiles) shifted(l []float32, s shift) []float32 {
-	out := make([]float32, len(l))
-	nan := float32(math.NaN())
+	return shiftedOf(p, l, s, float32(math.NaN()))
+}
+
+// shiftedOf returns l shifted by s (nan where the source lies outside).
+func shiftedOf[T any](p *profiles, l []T, s shift, nan T) []T {
+	out := make([]T, len(l))
 	for r := range p.rows {
 		for c := range p.cols {
 			sr, sc := r+s.dr, c+s.dc

@@ -33,8 +33,9 @@ const (
 	DefaultMinAreaHa        = 0.2
 	DefaultMinClearFraction = 0.9
 	DefaultMaxPixels        = 300_000
-	DefaultMergeThreshold   = 0.06
+	DefaultMergeThreshold   = 0.0475
 	DefaultTextureWeight    = 1.0
+	DefaultBandWeight       = 2.0
 	DefaultMinGreenNDVI     = 0.5
 	DefaultMinCoreFraction  = 0.15
 	DefaultMinSegmentPixels = 8
@@ -69,8 +70,13 @@ type Options struct {
 	// two regions' mean inner edge strength, so textured fields hold
 	// together (default 1; negative: border strength alone).
 	TextureWeight float64
+	// BandWeight weighs each of the four 10 m bands' reflectance
+	// difference, scaled to NDVI's typical in-field difference, against
+	// the NDVI difference in the edge strength (default 2; negative: NDVI
+	// alone).
+	BandWeight float64
 	// MaxDates bounds the clear dates used, evenly spread over the season
-	// (default 40): memory is about 4 bytes per pixel and date.
+	// (default 40): memory is about 12 bytes per pixel and date.
 	MaxDates int
 	// MaxShiftPixels bounds the whole-pixel shift each date may take to
 	// align with the others (default 2; negative: no co-registration).
@@ -113,6 +119,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TextureWeight < 0 {
 		o.TextureWeight = 0
+	}
+	if o.BandWeight == 0 {
+		o.BandWeight = DefaultBandWeight
+	}
+	if o.BandWeight < 0 {
+		o.BandWeight = 0
 	}
 	if o.MaxDates <= 0 {
 		o.MaxDates = DefaultMaxDates
@@ -157,9 +169,6 @@ type Result struct {
 	Grid geo.Grid
 }
 
-// bands read per date: the 10 m bands (the 20 m ones would blur edges).
-var readBands = []string{"B04", "B08"}
-
 // LastSeason returns the last growing season (1 March to 31 October, UTC)
 // holding at least one of dates, and false when none falls in a season.
 func LastSeason(dates []time.Time) (start, end time.Time, ok bool) {
@@ -185,8 +194,28 @@ func LastSeason(dates []time.Time) (start, end time.Time, ok bool) {
 // with ErrEmptyAOI, ErrTooLarge or ErrNoImagery (errors.Is).
 func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Options) (*Result, error) {
 	o := opts.withDefaults()
+	acc, res, err := readSeason(ctx, scenes, aoi, o)
+	if err != nil {
+		return nil, err
+	}
+	acc.coregister(o.MaxShiftPixels)
+	labels, n, edges, err := segment(acc, o)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := fields(acc, labels, n, edges, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Fields = fields
+	return res, nil
+}
+
+// readSeason reads the clear dates of the season (o with defaults) over
+// aoi into profiles; the Result it returns has all but the fields.
+func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Options) (*profiles, *Result, error) {
 	if len(aoi) == 0 {
-		return nil, ErrEmptyAOI
+		return nil, nil, ErrEmptyAOI
 	}
 	start, end := o.Start, o.End
 	if start.IsZero() && end.IsZero() {
@@ -196,7 +225,7 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		}
 		var ok bool
 		if start, end, ok = LastSeason(dates); !ok {
-			return nil, fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery)
+			return nil, nil, fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery)
 		}
 	}
 	order := make([]Scene, 0, len(scenes))
@@ -216,11 +245,11 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 	var ref *imagery.FieldRaster
 	for _, s := range order {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ref == nil {
 			if err := checkSize(s, aoi, o.MaxPixels); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		fr, err := s.ReadField(ctx, aoi, nil)
@@ -229,7 +258,7 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 			res.Skipped = append(res.Skipped, s.ID()+": no overlap")
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
 		if ref == nil {
 			ref = fr
@@ -251,11 +280,11 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		picks = append(picks, s)
 	}
 	if ref == nil {
-		return nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
+		return nil, nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
 			start.Format(time.DateOnly), end.Format(time.DateOnly))
 	}
 	if len(picks) == 0 {
-		return nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
+		return nil, nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
 			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
 	}
 	// More clear dates than MaxDates: keep MaxDates spread evenly in time.
@@ -276,18 +305,22 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 	valid := make([]bool, len(ref.InField))
 	for _, s := range picks {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		fr, err := s.ReadField(ctx, aoi, readBands)
+		fr, err := s.ReadField(ctx, aoi, reflBands[:])
+		if errors.Is(err, imagery.ErrMissingBand) {
+			// Without the visible bands the date still gives its NDVI.
+			fr, err = s.ReadField(ctx, aoi, ndviBands)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
 		}
 		if fr.Grid != ref.Grid {
-			return nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
+			return nil, nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
 		}
 		for i := range valid {
 			valid[i] = ref.InField[i] && fr.Clear[i]
-			for _, b := range readBands {
+			for _, b := range ndviBands {
 				valid[i] = valid[i] && finite(fr.Bands[b][i])
 			}
 			valid[i] = valid[i] && fr.Bands["B04"][i]+fr.Bands["B08"][i] > 0
@@ -296,24 +329,26 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 		res.Dates = append(res.Dates, s.Date())
 	}
 	res.Grid = ref.Grid
-	acc.coregister(o.MaxShiftPixels)
+	return acc, res, nil
+}
+
+// segment splits the area into regions (labels 0…n−1 per pixel, −1
+// outside the area) and returns them with the pixel edges they were
+// judged by: region merging, absorption of small segments, border
+// refinement and a sieve.
+func segment(acc *profiles, o Options) (labels []int32, n int, edges []edge, err error) {
+	acc.weighBands(o.BandWeight)
 	g := newRegions(acc, o.TextureWeight)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))
-	labels := g.labels()
+	labels = g.labels()
 	refine(acc, labels, o.RefineIterations)
-	cols, rows := ref.Grid.Cols, ref.Grid.Rows
+	cols, rows := acc.cols, acc.rows
 	components(labels, cols, rows)
 	if err := geo.Sieve(labels, cols, rows, o.MinSegmentPixels, -1); err != nil {
-		return nil, fmt.Errorf("sieve regions: %w", err)
+		return nil, 0, nil, fmt.Errorf("sieve regions: %w", err)
 	}
-	n := components(labels, cols, rows)
-	fields, err := fields(acc, labels, n, g.edges, o)
-	if err != nil {
-		return nil, err
-	}
-	res.Fields = fields
-	return res, nil
+	return labels, components(labels, cols, rows), g.edges, nil
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

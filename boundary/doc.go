@@ -9,12 +9,16 @@
 //     End; by default the last growing season, March to October, with
 //     imagery). Only the mask is read first; dates with fewer than 90 % of
 //     the area clear (SCL/CLM) are skipped before any band is read.
-//  2. Compute each clear date's NDVI and align the dates with each other
-//     by whole pixels (the shift maximising the correlation of NDVI edge
-//     magnitudes), since Sentinel-2 dates are often a pixel apart.
+//  2. Read each clear date's four 10 m bands (B02, B03, B04, B08), compute
+//     its NDVI and align the dates with each other by whole pixels (the
+//     shift maximising the correlation of NDVI edge magnitudes), since
+//     Sentinel-2 dates are often a pixel apart.
 //  3. Give each pair of 4-adjacent pixels an edge strength: the root mean
-//     square of their NDVI difference over the dates both were clear. Two
-//     pixels of one field follow one crop calendar; neighbours rarely do.
+//     square, over the dates both were clear, of their NDVI difference and
+//     their four band differences, each band scaled to NDVI's typical
+//     in-field difference and weighted BandWeight against NDVI. Two pixels
+//     of one field follow one crop calendar; neighbours rarely do, and
+//     crops of similar greenness (grass, clover) differ in colour.
 //  4. Region merging from single pixels, cheapest border first: two
 //     regions merge while the mean strength along their common border,
 //     less the smaller of their mean inner strengths (texture), is at most
@@ -22,7 +26,8 @@
 //     in-field trends from splitting a field.
 //  5. Absorb segments under MinSegmentPixels into the neighbour across
 //     their weakest border; move border pixels (mostly mixed pixels) to
-//     the adjacent region with the closest NDVI profile; sieve.
+//     the adjacent region with the closest profile (by the edge strength's
+//     measure); sieve.
 //  6. Drop non-fields: never green (mean of the season's highest NDVI
 //     under MinGreenNDVI: built-up land, roads, water), thin (hedges, tree
 //     rows, verges: few pixels with all four neighbours in the region), or
@@ -31,6 +36,11 @@
 //     reproject to EPSG:4326, geodesic area in hectares; the confidence is
 //     the contrast of border against inner edge strength.
 //
-// Memory is about 4 bytes per pixel and clear date (at most MaxDates);
+// On the two labelled Flanders chips (TestDetectFlandersIoU) the median
+// IoU of the 8 parcels lying fully inside is 0.659 with 7 of 8 at
+// IoU ≥ 0.5 (NDVI alone: 0.634, 6 of 8); the labels are displaced about
+// 15 m from the imagery, which alone caps the median at 0.664.
+//
+// Memory is about 12 bytes per pixel and clear date (at most MaxDates);
 // a 2,500 ha area is 250,000 pixels at 10 m.
 package boundary

@@ -15,7 +15,8 @@ func (g *regions) labels() []int32 {
 }
 
 // refine moves pixels on region borders to the adjacent region whose mean
-// NDVI profile over the season is closest to theirs, iterations times.
+// profile over the season is closest to theirs, iterations times, by the
+// measure of the edge strength (NDVI and the weighed bands, see edges).
 // Border pixels are mostly mixed pixels; with linear mixing the closer
 // profile is the field covering more of the pixel, which is the one the
 // pixel-centre rule gives it to. Moves are decided together per iteration.
@@ -24,44 +25,71 @@ func refine(a *profiles, labels []int32, iterations int) {
 	if nd == 0 {
 		return
 	}
+	// Features per date: NDVI, then each used band's reflectance times
+	// alpha; per region and feature a sum and a count.
+	var bands []int
+	for k, al := range a.alpha {
+		if al > 0 {
+			bands = append(bands, k)
+		}
+	}
+	nf := 1 + len(bands)
 	type move struct{ i, to int32 }
 	for range iterations {
-		sum := make(map[int32][]float64)
+		slot := make(map[int32]int)
+		var sums [][]float64
 		for i, l := range labels {
 			if l < 0 {
 				continue
 			}
-			s := sum[l]
-			if s == nil {
-				s = make([]float64, 2*nd)
-				sum[l] = s
+			k, ok := slot[l]
+			if !ok {
+				k = len(sums)
+				slot[l] = k
+				sums = append(sums, make([]float64, 2*nd*nf))
 			}
+			s := sums[k]
 			for d, p := range a.ndvi {
 				if v := p[i]; v == v {
-					s[d] += float64(v)
-					s[nd+d]++
+					s[2*d*nf] += float64(v)
+					s[2*d*nf+1]++
+				}
+				for f, b := range bands {
+					if q := a.refl[b][d][i]; q > 0 {
+						s[2*(d*nf+1+f)] += a.alpha[b] * float64(q)
+						s[2*(d*nf+1+f)+1]++
+					}
 				}
 			}
 		}
-		mean := make(map[int32][]float64, len(sum))
-		for l, s := range sum {
-			m := make([]float64, nd)
-			for d := range m {
-				m[d] = math.NaN()
-				if s[nd+d] > 0 {
-					m[d] = s[d] / s[nd+d]
+		// Means in place of the sums (NaN where no pixel was clear).
+		for _, s := range sums {
+			for k := 0; k < len(s); k += 2 {
+				m := math.NaN()
+				if s[k+1] > 0 {
+					m = s[k] / s[k+1]
 				}
+				s[k/2] = m
 			}
-			mean[l] = m
 		}
 		dist := func(i int, l int32) float64 {
-			m, t, n := mean[l], 0.0, 0
+			m, t, n := sums[slot[l]], 0.0, 0
 			for d, p := range a.ndvi {
-				if v := p[i]; v == v && m[d] == m[d] {
-					x := float64(v) - m[d]
-					t += x * x
-					n++
+				v := p[i]
+				if v != v || m[d*nf] != m[d*nf] {
+					continue
 				}
+				x := float64(v) - m[d*nf]
+				num, den := x*x, 1.0
+				for f, b := range bands {
+					if q := a.refl[b][d][i]; q > 0 && m[d*nf+1+f] == m[d*nf+1+f] {
+						x = a.alpha[b]*float64(q) - m[d*nf+1+f]
+						num += x * x
+						den += a.bandW2
+					}
+				}
+				t += num / den
+				n++
 			}
 			if n == 0 {
 				return math.Inf(1)

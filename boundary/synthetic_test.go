@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,6 +29,10 @@ type fakeScene struct {
 	ndvi  func(col, row int) float64
 	clear func(col, row int) bool
 	reads *int // band reads, counted when not nil
+	// band, when set, gives a band's reflectance where it returns true.
+	band func(name string, col, row int) (float64, bool)
+	// missing names bands the scene lacks (ReadField fails on them).
+	missing []string
 }
 
 func (s *fakeScene) ID() string      { return s.id }
@@ -64,6 +69,11 @@ func (s *fakeScene) ReadField(_ context.Context, field orb.MultiPolygon, bands [
 		c, r := win.Col+i%win.Cols, win.Row+i/win.Cols
 		fr.Clear[i] = s.clear == nil || s.clear(c, r)
 	}
+	for _, b := range bands {
+		if slices.Contains(s.missing, b) {
+			return nil, fmt.Errorf("%w: %s", imagery.ErrMissingBand, b)
+		}
+	}
 	if len(bands) > 0 && s.reads != nil {
 		*s.reads++
 	}
@@ -71,6 +81,12 @@ func (s *fakeScene) ReadField(_ context.Context, field orb.MultiPolygon, bands [
 		v := make([]float64, len(in))
 		for i := range v {
 			c, r := win.Col+i%win.Cols, win.Row+i/win.Cols
+			if s.band != nil {
+				if x, ok := s.band(b, c, r); ok {
+					v[i] = x
+					continue
+				}
+			}
 			nd := s.ndvi(c, r)
 			switch b {
 			case "B08":
@@ -385,4 +401,76 @@ func TestDetectSkipsOtherGridAndHonoursCancel(t *testing.T) {
 	cancel()
 	_, err = boundary.Detect(ctx, scenes, gridAOI(t, g), boundary.Options{})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// twoCrops is a synthetic season of two fields side by side (columns
+// below and from half the width) with the same NDVI calendar but another
+// colour: B02 and B03 are 0.03 higher on the right, as between grass and
+// a leguminous crop of the same greenness.
+func twoCrops(g geo.Grid, dates int, seed uint64) []boundary.Scene {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	noise := func() []float64 {
+		v := make([]float64, g.Cols*g.Rows)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		return v
+	}
+	var out []boundary.Scene
+	for d := range dates {
+		nn, nb, ng := noise(), noise(), noise()
+		tt := float64(d) / float64(dates-1)
+		out = append(out, &fakeScene{
+			id: fmt.Sprintf("S%02d", d), grid: g,
+			date: time.Date(2019, time.March, 15, 10, 50, 0, 0, time.UTC).AddDate(0, 0, 200*d/dates),
+			ndvi: func(c, r int) float64 {
+				return 0.2 + 0.65/(1+math.Exp(-(tt-0.4)*12)) + 0.02*nn[r*g.Cols+c]
+			},
+			band: func(name string, c, r int) (float64, bool) {
+				v := 0.0
+				if c >= g.Cols/2 {
+					v = 0.03
+				}
+				switch name {
+				case "B02":
+					return 0.03 + v + 0.002*nb[r*g.Cols+c], true
+				case "B03":
+					return 0.05 + v + 0.002*ng[r*g.Cols+c], true
+				}
+				return 0, false
+			},
+		})
+	}
+	return out
+}
+
+func TestDetectBandsTellEquallyGreenCropsApart(t *testing.T) {
+	g := utmGrid(40, 30)
+	tests := []struct {
+		name    string
+		opts    boundary.Options
+		missing []string
+		pixels  []int
+	}{
+		// No co-registration: NDVI, which it aligns by, has no edge here.
+		{"the visible bands split them", boundary.Options{MaxShiftPixels: -1}, nil, []int{600, 600}},
+		{"NDVI alone merges them", boundary.Options{MaxShiftPixels: -1, BandWeight: -1}, nil, []int{1200}},
+		{"scenes without the visible bands fall back to NDVI", boundary.Options{MaxShiftPixels: -1}, []string{"B02", "B03"}, []int{1200}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			scenes := twoCrops(g, 12, 3)
+			for _, s := range scenes {
+				s.(*fakeScene).missing = tc.missing
+			}
+			res, err := boundary.Detect(context.Background(), scenes, gridAOI(t, g), tc.opts)
+			require.NoError(t, err)
+			assert.Len(t, res.Dates, 12)
+			var pixels []int
+			for _, f := range res.Fields {
+				pixels = append(pixels, f.Pixels)
+			}
+			assert.Equal(t, tc.pixels, pixels)
+		})
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/webhook/pgstore"
+	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
 // pgStore is the server Store: PostgreSQL through pgx's database/sql
@@ -26,7 +27,7 @@ import (
 type pgStore struct {
 	db    *sql.DB
 	dsn   string // for the job queue's own pool (JobsDriver)
-	hooks *pgstore.Store
+	hooks *sqlstore.Store
 }
 
 // pgMigrations are the archive's tables on PostgreSQL, applied in order
@@ -795,7 +796,7 @@ func (s *pgStore) Products(ctx context.Context, q ProductQuery) ([]Product, erro
 	}
 	sqlText += ` ORDER BY idx COLLATE "C", date`
 	what := fmt.Sprintf("products of field %d", q.FieldID)
-	rows, err := s.db.QueryContext(ctx, pgstore.Rebind(sqlText), args...)
+	rows, err := s.db.QueryContext(ctx, sqlstore.Postgres.Rebind(sqlText), args...)
 	if err != nil {
 		return nil, pgError(what, err)
 	}
@@ -864,7 +865,7 @@ func (s *pgStore) ScenesIntersecting(ctx context.Context, b orb.Bound, from, to 
 		q += ` AND date <= ?`
 		args = append(args, to)
 	}
-	rows, err := s.db.QueryContext(ctx, pgstore.Rebind(q+` ORDER BY date, scene_id COLLATE "C"`), args...)
+	rows, err := s.db.QueryContext(ctx, sqlstore.Postgres.Rebind(q+` ORDER BY date, scene_id COLLATE "C"`), args...)
 	if err != nil {
 		return nil, pgError("scenes", err)
 	}

@@ -191,6 +191,15 @@ func samplePayload(field string, mean float64) webhook.Payload {
 	}
 }
 
+// enqueueN enqueues n notifications for owner, means 0, 0.1, 0.2…
+func enqueueN(t testing.TB, s *sqlstore.Store, owner string, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := s.Enqueue(context.Background(), owner, samplePayload("f", float64(i)/10))
+		require.NoError(t, err)
+	}
+}
+
 func deliveries(t testing.TB, s *sqlstore.Store, owner string) []sqlstore.DeliveryState {
 	t.Helper()
 	ds, err := s.Deliveries(context.Background(), owner, 0)

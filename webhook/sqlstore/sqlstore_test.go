@@ -341,10 +341,7 @@ func TestClaimLeasesOnePerRegistration(t *testing.T) {
 		require.NoError(t, err)
 		b, err := s.Register(ctx, "alice", "https://b.example.com/h")
 		require.NoError(t, err)
-		for i := range 3 {
-			_, err := s.Enqueue(ctx, "alice", samplePayload("f", float64(i)/10))
-			require.NoError(t, err)
-		}
+		enqueueN(t, s, "alice", 3)
 		now := time.Now()
 		lease := now.Add(time.Minute)
 		res, err := s.Claim(ctx, webhook.ClaimRequest{Now: now, LeaseUntil: lease, Limit: 10})
@@ -471,10 +468,7 @@ func TestClaimNoOrderAcrossDispatchers(t *testing.T) {
 		ctx := context.Background()
 		a, err := s.Register(ctx, "alice", "https://a.example.com/h")
 		require.NoError(t, err)
-		for i := range 3 {
-			_, err := s.Enqueue(ctx, "alice", samplePayload("f", float64(i)/10))
-			require.NoError(t, err)
-		}
+		enqueueN(t, s, "alice", 3)
 		now := time.Now()
 		lease := now.Add(time.Minute)
 		first, err := s.Claim(ctx, webhook.ClaimRequest{Now: now, LeaseUntil: lease, Limit: 10})

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/webhook"
 	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
@@ -64,5 +66,50 @@ func TestRegisterLimitConcurrent(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, again.Created)
 		assert.Equal(t, regs[0].ID, again.ID)
+	})
+}
+
+// Dispatchers claiming at the same time never lease the same delivery
+// (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: one writer at a time).
+func TestConcurrentClaimsAreDisjoint(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, bk backend) {
+		s, _ := bk.newStore(t)
+		ctx := context.Background()
+		const regs, rounds, claimers = 12, 3, 6
+		for i := range regs {
+			_, err := s.Register(ctx, "alice", fmt.Sprintf("https://farm.example.com/%d", i))
+			require.NoError(t, err)
+		}
+		enqueueN(t, s, "alice", rounds)
+		now := time.Now()
+		var (
+			mu      sync.Mutex
+			claimed = map[int64]int{}
+			wg      sync.WaitGroup
+		)
+		for range claimers {
+			wg.Go(func() {
+				for range 2 * regs * rounds {
+					res, err := s.Claim(ctx, webhook.ClaimRequest{Now: now, LeaseUntil: now.Add(time.Hour), Limit: 2})
+					if !assert.NoError(t, err) {
+						return
+					}
+					mu.Lock()
+					for _, d := range res.Deliveries {
+						claimed[d.ID]++
+					}
+					done := len(claimed) == regs*rounds
+					mu.Unlock()
+					if done {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		assert.Len(t, claimed, regs*rounds, "every delivery claimed")
+		for id, n := range claimed {
+			assert.Equal(t, 1, n, "delivery %d claimed once", id)
+		}
 	})
 }

@@ -528,16 +528,17 @@ func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.Cl
 // lock (SQLite) or holds row locks (PostgreSQL), and a backlog of due rows
 // must not be scanned whole.
 func (s *Store) claim(ctx context.Context, tx *sql.Tx, req webhook.ClaimRequest, active string, skipArgs []any, res *webhook.ClaimResult) error {
-	args := append([]any{}, skipArgs...)
-	args = append(args, ms(req.Now), claimWindow(req.Limit), req.Limit, ms(req.LeaseUntil))
-	rows, err := tx.QueryContext(ctx, s.q(`WITH due AS (
-			SELECT d.id, d.registration_id, d.next_attempt_at `+active+` AND d.next_attempt_at <= ?
-			ORDER BY d.next_attempt_at, d.id LIMIT ?`+s.Dialect.skipLocked()+`),
-		pick AS (
-			SELECT id FROM (SELECT id, next_attempt_at,
-				ROW_NUMBER() OVER (PARTITION BY registration_id ORDER BY id) AS rn FROM due) ranked
-			WHERE rn = 1 ORDER BY next_attempt_at, id LIMIT ?)
-		UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id IN (SELECT id FROM pick) RETURNING id`), args...)
+	args := append([]any{ms(req.LeaseUntil)}, skipArgs...)
+	args = append(args, ms(req.Now), claimWindow(req.Limit), req.Limit)
+	rows, err := tx.QueryContext(ctx, s.q(`UPDATE webhook_deliveries SET next_attempt_at = ?
+		WHERE id IN (
+			SELECT id FROM (
+				SELECT id, next_attempt_at,
+					ROW_NUMBER() OVER (PARTITION BY registration_id ORDER BY id) AS rn
+				FROM (SELECT d.id, d.registration_id, d.next_attempt_at
+					`+active+` AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id LIMIT ?`+s.Dialect.skipLocked()+`) due
+			) ranked WHERE rn = 1 ORDER BY next_attempt_at, id LIMIT ?)
+		RETURNING id`), args...)
 	if err != nil {
 		return err
 	}

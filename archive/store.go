@@ -12,9 +12,10 @@ import (
 
 // Store is the archive's database: accounts, tokens, fields, seasons,
 // product rows and the webhook outbox. It holds no algorithm and no files
-// (those are Blobs). OpenSQLite is the embedded implementation; a server
-// database implements the same interface (dialect differences stay inside
-// the implementation, each with its own migrations).
+// (those are Blobs). OpenSQLite is the embedded implementation and
+// OpenPostgres the server one; both share one implementation of every query
+// and transaction flow (rowStore, parameterised by a dialect) and keep only
+// opening, their schema and its migrations apart.
 //
 // Errors are wrapped kinds of this package (ErrNotFound, ErrExists,
 // ErrQuota, ErrFieldChanged, ErrBusy).

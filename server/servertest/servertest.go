@@ -26,7 +26,7 @@ import (
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
-	"github.com/cropkit/cropkit/webhook/pgstore"
+	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
 // Env is a server over a temporary data directory.
@@ -273,5 +273,5 @@ func (e *Env) SQL(query string) string {
 	if e.dsn == "" {
 		return query
 	}
-	return pgstore.Rebind(query)
+	return sqlstore.Postgres.Rebind(query)
 }

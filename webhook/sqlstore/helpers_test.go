@@ -11,27 +11,74 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
+	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/webhook"
+	"github.com/cropkit/cropkit/webhook/pgstore"
 	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
-func openDB(t testing.TB, path string) *sql.DB {
+// backend is one database the Store runs on. Every test of the store runs
+// on each (forEachBackend): SQLite always, PostgreSQL where testenv can start
+// a server (skipped locally without one, required under CI=true).
+type backend struct {
+	name string
+	// newDB makes a new empty database and returns its name for openDB.
+	newDB func(t testing.TB) string
+	// driver and dsn open the database that newDB named.
+	driver string
+	dsn    func(name string) string
+	// migrate creates the webhook tables; store is the outbox on a database.
+	migrate func(ctx context.Context, db *sql.DB) error
+	store   func(db *sql.DB) *sqlstore.Store
+}
+
+func backends() []backend {
+	return []backend{{
+		name:   "sqlite",
+		newDB:  func(t testing.TB) string { return filepath.Join(t.TempDir(), "cropkit.db") },
+		driver: "sqlite",
+		dsn: func(path string) string {
+			return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+		},
+		migrate: sqlstore.Migrate,
+		store:   sqlstore.New,
+	}, {
+		name:    "postgres",
+		newDB:   testenv.Postgres,
+		driver:  "pgx",
+		dsn:     func(dsn string) string { return dsn },
+		migrate: pgstore.Migrate,
+		store:   pgstore.New,
+	}}
+}
+
+// forEachBackend runs test as a subtest on each backend.
+func forEachBackend(t *testing.T, test func(t *testing.T, bk backend)) {
+	for _, bk := range backends() {
+		t.Run(bk.name, func(t *testing.T) { test(t, bk) })
+	}
+}
+
+// openDB opens and migrates the database name made by newDB.
+func (bk backend) openDB(t testing.TB, name string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	db, err := sql.Open(bk.driver, bk.dsn(name))
 	require.NoError(t, err)
-	require.NoError(t, sqlstore.Migrate(context.Background(), db))
+	require.NoError(t, bk.migrate(context.Background(), db))
 	return db
 }
 
-func newStore(t testing.TB) (*sqlstore.Store, string) {
+// newStore returns a store on a new database and that database's name.
+func (bk backend) newStore(t testing.TB) (*sqlstore.Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cropkit.db")
-	db := openDB(t, path)
+	name := bk.newDB(t)
+	db := bk.openDB(t, name)
 	t.Cleanup(func() { db.Close() })
-	return sqlstore.New(db), path
+	return bk.store(db), name
 }
 
 // hit is one request seen by a receiver.
@@ -141,6 +188,15 @@ func samplePayload(field string, mean float64) webhook.Payload {
 			Date:    "2019-06-20 10:56:29 GMT",
 			Content: webhook.Content{Mean: mean, Median: mean, Std: 0.05, Min: 0.1, Max: 0.9, P25: mean - 0.05, P75: mean + 0.05},
 		}},
+	}
+}
+
+// enqueueN enqueues n notifications for owner, means 0, 0.1, 0.2…
+func enqueueN(t testing.TB, s *sqlstore.Store, owner string, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := s.Enqueue(context.Background(), owner, samplePayload("f", float64(i)/10))
+		require.NoError(t, err)
 	}
 }
 

@@ -1,15 +1,19 @@
 // Package sqlstore keeps webhook registrations and the delivery outbox in a
-// SQL database (SQLite through database/sql, driver modernc.org/sqlite). It
-// owns the tables prefixed webhook_, created by Migrate, and knows users only
-// as an opaque owner string.
+// SQL database through database/sql: SQLite (driver modernc.org/sqlite) or
+// PostgreSQL (github.com/jackc/pgx/v5/stdlib), one implementation whose few
+// differences are a Dialect. It owns the tables prefixed webhook_, created by
+// Migrate (SQLite) or pgstore.Migrate (PostgreSQL), and knows users only as an
+// opaque owner string.
 //
 // Notifications are enqueued with EnqueueTx inside the caller's transaction,
 // so they are committed, or rolled back, together with the products they
 // announce. A webhook.Dispatcher with this Store delivers them.
 //
-// Open the database with a busy timeout (DSN "file:…?_pragma=busy_timeout(5000)")
+// Open a SQLite database with a busy timeout (DSN "file:…?_pragma=busy_timeout(5000)")
 // so the dispatcher's short writes wait for the server's transactions instead
-// of failing with SQLITE_BUSY.
+// of failing with SQLITE_BUSY. Several processes may share a PostgreSQL
+// database: Claim leases rows with FOR UPDATE SKIP LOCKED, so two dispatchers
+// never claim the same delivery.
 package sqlstore
 
 import (
@@ -195,14 +199,17 @@ func rebuildRegistrations(ctx context.Context, tx *sql.Tx, checkFK bool) error {
 }
 
 // Store implements webhook.Store and the registration and listing queries
-// the server needs. Call Migrate first.
+// the server needs, on SQLite or PostgreSQL (Dialect). Call Migrate (SQLite)
+// or pgstore.Migrate (PostgreSQL) first.
 type Store struct {
 	DB *sql.DB
+	// Dialect is the database's SQL dialect; the zero value is SQLite.
+	Dialect Dialect
 	// Now replaces time.Now for created/finished times.
 	Now func() time.Time
 }
 
-// New returns a Store on db.
+// New returns a Store on the SQLite database db.
 func New(db *sql.DB) *Store { return &Store{DB: db} }
 
 var _ webhook.Store = (*Store)(nil)
@@ -214,6 +221,9 @@ func (s *Store) now() time.Time {
 	return time.Now()
 }
 
+// q is query in the store's dialect.
+func (s *Store) q(query string) string { return s.Dialect.Rebind(query) }
+
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
@@ -224,6 +234,9 @@ func fromNullMS(v sql.NullInt64) time.Time {
 	}
 	return fromMS(v.Int64)
 }
+
+// placeholders is "?, ?, …" for n values (n ≥ 1).
+func placeholders(n int) string { return "?" + strings.Repeat(", ?", n-1) }
 
 // Registration is one URL registered by an owner.
 type Registration struct {
@@ -255,6 +268,9 @@ var ErrLimit = errors.New("webhook registration limit reached")
 
 // RegisterLimit is Register refusing, with ErrLimit, a new URL beyond max
 // registrations of owner (0: no limit). Registering a URL again always works.
+// The owner's registrations are counted with the owner's registrations
+// serialised (see Dialect), so concurrent registrations from several
+// processes cannot exceed max together.
 func (s *Store) RegisterLimit(ctx context.Context, owner, rawURL string, max int) (Registration, error) {
 	if owner == "" || rawURL == "" {
 		return Registration{}, fmt.Errorf("register webhook: empty owner or URL")
@@ -269,9 +285,14 @@ func (s *Store) RegisterLimit(ctx context.Context, owner, rawURL string, max int
 		return Registration{}, fmt.Errorf("register webhook: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx,
+	if max > 0 {
+		if err := s.Dialect.lockOwner(ctx, tx, owner); err != nil {
+			return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, s.q(
 		`INSERT INTO webhook_registrations (owner, url, secret, created_at) VALUES (?, ?, ?, ?)
-		 ON CONFLICT (owner, url) DO NOTHING`, owner, rawURL, secret, ms(now))
+		 ON CONFLICT (owner, url) DO NOTHING`), owner, rawURL, secret, ms(now))
 	if err != nil {
 		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
 	}
@@ -281,7 +302,7 @@ func (s *Store) RegisterLimit(ctx context.Context, owner, rawURL string, max int
 	}
 	if n == 1 && max > 0 {
 		var count int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM webhook_registrations WHERE owner = ?`, owner).Scan(&count); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM webhook_registrations WHERE owner = ?`), owner).Scan(&count); err != nil {
 			return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
 		}
 		if count > max {
@@ -289,14 +310,14 @@ func (s *Store) RegisterLimit(ctx context.Context, owner, rawURL string, max int
 		}
 	}
 	if n == 0 {
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE webhook_registrations SET disabled_at = NULL, disabled_reason = '' WHERE owner = ? AND url = ?`,
+		if _, err := tx.ExecContext(ctx, s.q(
+			`UPDATE webhook_registrations SET disabled_at = NULL, disabled_reason = '' WHERE owner = ? AND url = ?`),
 			owner, rawURL); err != nil {
 			return Registration{}, fmt.Errorf("register webhook %s: re-enable: %w", rawURL, err)
 		}
 	}
-	reg, err := scanRegistration(tx.QueryRowContext(ctx,
-		`SELECT id, owner, url, created_at, disabled_at, disabled_reason FROM webhook_registrations WHERE owner = ? AND url = ?`,
+	reg, err := scanRegistration(tx.QueryRowContext(ctx, s.q(
+		`SELECT id, owner, url, created_at, disabled_at, disabled_reason FROM webhook_registrations WHERE owner = ? AND url = ?`),
 		owner, rawURL))
 	if err != nil {
 		return Registration{}, fmt.Errorf("register webhook %s: %w", rawURL, err)
@@ -328,8 +349,8 @@ func scanRegistration(r rowScanner) (Registration, error) {
 
 // List returns the owner's registrations, oldest first, without secrets.
 func (s *Store) List(ctx context.Context, owner string) ([]Registration, error) {
-	rows, err := s.DB.QueryContext(ctx,
-		`SELECT id, owner, url, created_at, disabled_at, disabled_reason FROM webhook_registrations WHERE owner = ? ORDER BY id`, owner)
+	rows, err := s.DB.QueryContext(ctx, s.q(
+		`SELECT id, owner, url, created_at, disabled_at, disabled_reason FROM webhook_registrations WHERE owner = ? ORDER BY id`), owner)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks of %q: %w", owner, err)
 	}
@@ -367,14 +388,14 @@ func (s *Store) delete(ctx context.Context, owner, cond string, key any) error {
 	}
 	defer tx.Rollback()
 	var id int64
-	err = tx.QueryRowContext(ctx, `DELETE FROM webhook_registrations WHERE owner = ? AND `+cond+` RETURNING id`, owner, key).Scan(&id)
+	err = tx.QueryRowContext(ctx, s.q(`DELETE FROM webhook_registrations WHERE owner = ? AND `+cond+` RETURNING id`), owner, key).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("delete webhook %v: %w", key, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("delete webhook %v: %w", key, err)
 	}
-	if err := cancelPending(ctx, tx, id, "registration deleted", s.now()); err != nil {
+	if err := s.cancelPending(ctx, tx, id, "registration deleted"); err != nil {
 		return fmt.Errorf("delete webhook %v: %w", key, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -383,11 +404,14 @@ func (s *Store) delete(ctx context.Context, owner, cond string, key any) error {
 	return nil
 }
 
-func cancelPending(ctx context.Context, tx *sql.Tx, registrationID int64, reason string, now time.Time) error {
-	_, err := tx.ExecContext(ctx,
+// cancelPending finishes, in tx, the registration's pending deliveries as
+// cancelled for reason. Statuses are passed as plain strings: drivers need
+// not know webhook.Status.
+func (s *Store) cancelPending(ctx context.Context, tx *sql.Tx, registrationID int64, reason string) error {
+	_, err := tx.ExecContext(ctx, s.q(
 		`UPDATE webhook_deliveries SET status = ?, finished_at = ?, last_error = ?
-		 WHERE registration_id = ? AND status = ?`,
-		webhook.StatusCancelled, ms(now), reason, registrationID, webhook.StatusPending)
+		 WHERE registration_id = ? AND status = ?`),
+		string(webhook.StatusCancelled), ms(s.now()), reason, registrationID, string(webhook.StatusPending))
 	return err
 }
 
@@ -405,12 +429,11 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, owner string, payload
 		return 0, err
 	}
 	now := ms(s.now())
-	// randomblob draws from SQLite's OS-seeded PRNG: unique ids, one per row.
-	res, err := tx.ExecContext(ctx,
+	res, err := tx.ExecContext(ctx, s.q(
 		`INSERT INTO webhook_deliveries (message_id, registration_id, owner, url, body, status, created_at, next_attempt_at)
-		 SELECT 'msg_' || lower(hex(randomblob(16))), id, owner, url, ?, ?, ?, ?
-		 FROM webhook_registrations WHERE owner = ? AND disabled_at IS NULL ORDER BY id`,
-		body, webhook.StatusPending, now, now, owner)
+		 SELECT `+s.Dialect.messageID()+`, id, owner, url, ?, ?, ?, ?
+		 FROM webhook_registrations WHERE owner = ? AND disabled_at IS NULL ORDER BY id`),
+		body, string(webhook.StatusPending), now, now, owner)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue webhooks of %q for field %q: %w", owner, payload.Field, err)
 	}
@@ -459,7 +482,7 @@ func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.Cl
 	var res webhook.ClaimResult
 	skip, skipArgs := "", []any{}
 	if len(req.SkipRegistrations) > 0 {
-		skip = ` AND d.registration_id NOT IN (?` + strings.Repeat(`, ?`, len(req.SkipRegistrations)-1) + `)`
+		skip = ` AND d.registration_id NOT IN (` + placeholders(len(req.SkipRegistrations)) + `)`
 		for _, id := range req.SkipRegistrations {
 			skipArgs = append(skipArgs, id)
 		}
@@ -474,76 +497,21 @@ func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.Cl
 	defer tx.Rollback()
 
 	if req.Limit > 0 {
-		// One statement picks and leases, so two claimers never share a row.
-		// The ranking only looks at the claimWindow(limit) rows due first
-		// (webhook_deliveries_due gives them in order): this runs under the
-		// write lock, and a backlog of due rows must not be scanned whole.
-		args := append([]any{ms(req.LeaseUntil)}, skipArgs...)
-		args = append(args, ms(req.Now), claimWindow(req.Limit), req.Limit)
-		rows, err := tx.QueryContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?
-			WHERE id IN (
-				SELECT id FROM (
-					SELECT id, next_attempt_at,
-						ROW_NUMBER() OVER (PARTITION BY registration_id ORDER BY id) AS rn
-					FROM (SELECT d.id, d.registration_id, d.next_attempt_at
-						`+active+` AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id LIMIT ?)
-				) WHERE rn = 1 ORDER BY next_attempt_at, id LIMIT ?)
-			RETURNING id`, args...)
-		if err != nil {
+		if err := s.claim(ctx, tx, req, active, skipArgs, &res); err != nil {
 			return res, fmt.Errorf("claim webhook deliveries: %w", err)
-		}
-		var ids []any
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return res, fmt.Errorf("claim webhook deliveries: %w", err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return res, fmt.Errorf("claim webhook deliveries: %w", err)
-		}
-		if len(ids) > 0 {
-			rows, err := tx.QueryContext(ctx, `SELECT d.id, d.message_id, d.registration_id, d.owner, d.url, r.secret, d.body, d.attempts, d.created_at
-				FROM webhook_deliveries d JOIN webhook_registrations r ON r.id = d.registration_id
-				WHERE d.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY d.next_attempt_at, d.id`, ids...)
-			if err != nil {
-				return res, fmt.Errorf("claim webhook deliveries: %w", err)
-			}
-			for rows.Next() {
-				var d webhook.Delivery
-				var created int64
-				if err := rows.Scan(&d.ID, &d.MessageID, &d.RegistrationID, &d.Owner, &d.URL, &d.Secret, &d.Body, &d.Attempts, &created); err != nil {
-					rows.Close()
-					return res, fmt.Errorf("claim webhook deliveries: %w", err)
-				}
-				d.CreatedAt = fromMS(created)
-				res.Deliveries = append(res.Deliveries, d)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return res, fmt.Errorf("claim webhook deliveries: %w", err)
-			}
 		}
 	}
 
 	var next sql.NullInt64
 	claimedSkip := ""
 	nextArgs := append([]any{}, skipArgs...)
-	for i, d := range res.Deliveries {
-		if i == 0 {
-			claimedSkip = ` AND d.registration_id NOT IN (?`
-		} else {
-			claimedSkip += `, ?`
+	if len(res.Deliveries) > 0 {
+		claimedSkip = ` AND d.registration_id NOT IN (` + placeholders(len(res.Deliveries)) + `)`
+		for _, d := range res.Deliveries {
+			nextArgs = append(nextArgs, d.RegistrationID)
 		}
-		nextArgs = append(nextArgs, d.RegistrationID)
 	}
-	if claimedSkip != "" {
-		claimedSkip += `)`
-	}
-	if err := tx.QueryRowContext(ctx, `SELECT MIN(d.next_attempt_at) `+active+claimedSkip, nextArgs...).Scan(&next); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT MIN(d.next_attempt_at) `+active+claimedSkip), nextArgs...).Scan(&next); err != nil {
 		return res, fmt.Errorf("claim webhook deliveries: next due: %w", err)
 	}
 	res.NextDue = fromNullMS(next)
@@ -551,6 +519,62 @@ func (s *Store) Claim(ctx context.Context, req webhook.ClaimRequest) (webhook.Cl
 		return res, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
 	return res, nil
+}
+
+// claim picks and leases, in tx, the deliveries of one Claim and appends
+// them to res. One statement picks and leases, so two claimers never share
+// a row. The ranking only looks at the claimWindow(limit) rows due first
+// (webhook_deliveries_due gives them in order): this runs under the write
+// lock (SQLite) or holds row locks (PostgreSQL), and a backlog of due rows
+// must not be scanned whole.
+func (s *Store) claim(ctx context.Context, tx *sql.Tx, req webhook.ClaimRequest, active string, skipArgs []any, res *webhook.ClaimResult) error {
+	args := append([]any{ms(req.LeaseUntil)}, skipArgs...)
+	args = append(args, ms(req.Now), claimWindow(req.Limit), req.Limit)
+	rows, err := tx.QueryContext(ctx, s.q(`UPDATE webhook_deliveries SET next_attempt_at = ?
+		WHERE id IN (
+			SELECT id FROM (
+				SELECT id, next_attempt_at,
+					ROW_NUMBER() OVER (PARTITION BY registration_id ORDER BY id) AS rn
+				FROM (SELECT d.id, d.registration_id, d.next_attempt_at
+					`+active+` AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id LIMIT ?`+s.Dialect.skipLocked()+`) due
+			) ranked WHERE rn = 1 ORDER BY next_attempt_at, id LIMIT ?)
+		RETURNING id`), args...)
+	if err != nil {
+		return err
+	}
+	var ids []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err = tx.QueryContext(ctx, s.q(`SELECT d.id, d.message_id, d.registration_id, d.owner, d.url, r.secret, d.body, d.attempts, d.created_at
+		FROM webhook_deliveries d JOIN webhook_registrations r ON r.id = d.registration_id
+		WHERE d.id IN (`+placeholders(len(ids))+`) ORDER BY d.next_attempt_at, d.id`), ids...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d webhook.Delivery
+		var created int64
+		if err := rows.Scan(&d.ID, &d.MessageID, &d.RegistrationID, &d.Owner, &d.URL, &d.Secret, &d.Body, &d.Attempts, &created); err != nil {
+			return err
+		}
+		d.CreatedAt = fromMS(created)
+		res.Deliveries = append(res.Deliveries, d)
+	}
+	return rows.Err()
 }
 
 // Record implements webhook.Store: it appends the attempt and applies the
@@ -563,8 +587,8 @@ func (s *Store) Record(ctx context.Context, d webhook.Delivery, a webhook.Attemp
 		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ns, response) VALUES (?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, s.q(
+		`INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ns, response) VALUES (?, ?, ?, ?, ?, ?)`),
 		d.ID, ms(a.At), a.StatusCode, a.Error, int64(a.Duration), a.Response); err != nil {
 		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
 	}
@@ -577,20 +601,20 @@ func (s *Store) Record(ctx context.Context, d webhook.Delivery, a webhook.Attemp
 		args = []any{ms(o.RetryAt), o.Reason, d.ID}
 	case webhook.StatusDelivered, webhook.StatusFailed:
 		q = `UPDATE webhook_deliveries SET attempts = attempts + 1, status = ?, finished_at = ?, last_error = ? WHERE id = ? AND status = 'pending'`
-		args = []any{o.Status, now, o.Reason, d.ID}
+		args = []any{string(o.Status), now, o.Reason, d.ID}
 	default:
 		return fmt.Errorf("record webhook attempt of delivery %d: unknown outcome status %q", d.ID, o.Status)
 	}
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
 		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
 	}
 	if o.DisableRegistration {
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE webhook_registrations SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`,
+		if _, err := tx.ExecContext(ctx, s.q(
+			`UPDATE webhook_registrations SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`),
 			now, o.Reason, d.RegistrationID); err != nil {
 			return fmt.Errorf("record webhook attempt of delivery %d: disable registration: %w", d.ID, err)
 		}
-		if err := cancelPending(ctx, tx, d.RegistrationID, "registration disabled: "+o.Reason, s.now()); err != nil {
+		if err := s.cancelPending(ctx, tx, d.RegistrationID, "registration disabled: "+o.Reason); err != nil {
 			return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
 		}
 	}
@@ -621,9 +645,9 @@ func (s *Store) Deliveries(ctx context.Context, owner string, limit int) ([]Deli
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.DB.QueryContext(ctx,
+	rows, err := s.DB.QueryContext(ctx, s.q(
 		`SELECT id, message_id, registration_id, url, status, created_at, next_attempt_at, finished_at, last_error, body
-		 FROM webhook_deliveries WHERE owner = ? ORDER BY id DESC LIMIT ?`, owner, limit)
+		 FROM webhook_deliveries WHERE owner = ? ORDER BY id DESC LIMIT ?`), owner, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook deliveries of %q: %w", owner, err)
 	}
@@ -633,10 +657,12 @@ func (s *Store) Deliveries(ctx context.Context, owner string, limit int) ([]Deli
 		var d DeliveryState
 		var created, next int64
 		var finished sql.NullInt64
-		if err := rows.Scan(&d.ID, &d.MessageID, &d.RegistrationID, &d.URL, &d.Status, &created, &next, &finished, &d.LastError, &d.Payload); err != nil {
+		var status string
+		if err := rows.Scan(&d.ID, &d.MessageID, &d.RegistrationID, &d.URL, &status, &created, &next, &finished, &d.LastError, &d.Payload); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("list webhook deliveries of %q: %w", owner, err)
 		}
+		d.Status = webhook.Status(status)
 		d.CreatedAt = fromMS(created)
 		if d.Status == webhook.StatusPending {
 			d.NextAttemptAt = fromMS(next)
@@ -657,9 +683,9 @@ func (s *Store) Deliveries(ctx context.Context, owner string, limit int) ([]Deli
 	for i, d := range out {
 		ids[i] = d.ID
 	}
-	arows, err := s.DB.QueryContext(ctx,
+	arows, err := s.DB.QueryContext(ctx, s.q(
 		`SELECT delivery_id, attempted_at, status_code, error, duration_ns, response FROM webhook_attempts
-		 WHERE delivery_id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY id`, ids...)
+		 WHERE delivery_id IN (`+placeholders(len(ids))+`) ORDER BY id`), ids...)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook attempts of %q: %w", owner, err)
 	}
@@ -685,8 +711,8 @@ func (s *Store) Deliveries(ctx context.Context, owner string, limit int) ([]Deli
 // disabled (so callers build a payload only when someone will receive it).
 func (s *Store) ActiveTx(ctx context.Context, tx *sql.Tx, owner string) (bool, error) {
 	var active bool
-	if err := tx.QueryRowContext(ctx,
-		`SELECT EXISTS (SELECT 1 FROM webhook_registrations WHERE owner = ? AND disabled_at IS NULL)`, owner).Scan(&active); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q(
+		`SELECT EXISTS (SELECT 1 FROM webhook_registrations WHERE owner = ? AND disabled_at IS NULL)`), owner).Scan(&active); err != nil {
 		return false, fmt.Errorf("webhooks of %q: %w", owner, err)
 	}
 	return active, nil

@@ -139,6 +139,9 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 		}
 	}()
 
+	// go-shapefile requires the M part of Z records, which the ESRI spec
+	// makes optional and GDAL omits for XYZ data: add it before parsing.
+	shpData = addOptionalM(shpData)
 	shp, err := shapefile.ReadSHP(bytes.NewReader(shpData), int64(len(shpData)), &shapefile.ReadSHPOptions{
 		MaxParts:      limits.MaxParts,
 		MaxPoints:     limits.MaxPoints,
@@ -204,6 +207,106 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 		s.Features = append(s.Features, Shape{Geometry: g, Attributes: dbf.Record(i)})
 	}
 	return s, nil
+}
+
+// Shape types with Z values (ESRI Shapefile Technical Description).
+const (
+	shpPointZ      = 11
+	shpPolyLineZ   = 13
+	shpPolygonZ    = 15
+	shpMultiPointZ = 18
+)
+
+// mNoData is the ESRI "no data" measure (any value below -1e38).
+const mNoData = -1e39
+
+// addOptionalM returns the .shp data with the M part (range and one value
+// per point, all "no data") added to every Z record written without it,
+// fixing the record lengths and the file length in the headers. The ESRI
+// spec makes that part optional (GDAL writes XYZ data so), but go-shapefile
+// only reads Z records that carry it. Data that is not a Z shapefile, needs
+// no change or does not parse is returned unchanged, so the parser reports
+// its own errors; the result grows by at most 8 bytes per point plus 16 per
+// record, within the size the limits already allow.
+func addOptionalM(data []byte) []byte {
+	const header = 100
+	if len(data) < header {
+		return data
+	}
+	switch binary.LittleEndian.Uint32(data[32:36]) {
+	case shpPointZ, shpPolyLineZ, shpPolygonZ, shpMultiPointZ:
+	default:
+		return data
+	}
+	type fix struct{ at, points int } // record header offset, points
+	var fixes []fix
+	for off := header; off+8 <= len(data); {
+		length := 2 * int64(binary.BigEndian.Uint32(data[off+4:off+8]))
+		end := int64(off) + 8 + length
+		if length < 4 || end > int64(len(data)) {
+			return data
+		}
+		rec := data[off+8 : end]
+		if n, ok := pointsWithoutM(rec); ok {
+			fixes = append(fixes, fix{off, n})
+		}
+		off = int(end)
+	}
+	if len(fixes) == 0 {
+		return data
+	}
+	out := make([]byte, 0, len(data)+len(fixes)*16)
+	prev := 0
+	var m [8]byte
+	binary.LittleEndian.PutUint64(m[:], math.Float64bits(mNoData))
+	for _, f := range fixes {
+		length := 2 * int(binary.BigEndian.Uint32(data[f.at+4:f.at+8]))
+		end := f.at + 8 + length
+		out = append(out, data[prev:end]...)
+		added := 8 * f.points
+		if binary.LittleEndian.Uint32(data[f.at+8:f.at+12]) != shpPointZ {
+			added += 16 // the M range before the values
+		}
+		for range added / 8 {
+			out = append(out, m[:]...)
+		}
+		// Record lengths are counted in 16-bit words.
+		binary.BigEndian.PutUint32(out[len(out)-length-added-4:], uint32((length+added)/2))
+		prev = end
+	}
+	out = append(out, data[prev:]...)
+	binary.BigEndian.PutUint32(out[24:28], uint32(len(out)/2))
+	return out
+}
+
+// pointsWithoutM reports whether rec (a record's content) is a Z shape
+// whose length is exactly that of its X, Y and Z parts, and its number of
+// points.
+func pointsWithoutM(rec []byte) (int, bool) {
+	if len(rec) < 4 {
+		return 0, false
+	}
+	typ := binary.LittleEndian.Uint32(rec[0:4])
+	var fixed, points int64
+	switch typ {
+	case shpPointZ:
+		return 1, len(rec) == 4+3*8
+	case shpMultiPointZ:
+		if len(rec) < 40 {
+			return 0, false
+		}
+		fixed, points = 4+32+4, int64(binary.LittleEndian.Uint32(rec[36:40]))
+	case shpPolyLineZ, shpPolygonZ:
+		if len(rec) < 44 {
+			return 0, false
+		}
+		parts := int64(binary.LittleEndian.Uint32(rec[36:40]))
+		fixed, points = 4+32+8+4*parts, int64(binary.LittleEndian.Uint32(rec[40:44]))
+	default:
+		return 0, false
+	}
+	// X, Y, then the Z range and values.
+	return int(points), int64(len(rec)) == fixed+16*points+16+8*points
 }
 
 // maxDBFCells bounds records × fields of a .dbf: go-shapefile holds every

@@ -27,6 +27,10 @@ var (
 	ErrShapefile = errors.New("invalid shapefile")
 	// ErrUnknownPRJ: the .prj names no coordinate system cropkit knows.
 	ErrUnknownPRJ = errors.New("unknown shapefile coordinate system")
+	// ErrNoPRJ: there is no .prj and the coordinates are not longitude and
+	// latitude, so the coordinate system is unknown (errors matching it
+	// also match ErrShapefile).
+	ErrNoPRJ = errors.New("no .prj")
 	// ErrAttribute: the attribute is missing or not numeric.
 	ErrAttribute = errors.New("invalid shapefile attribute")
 )
@@ -62,7 +66,9 @@ func (l ShapefileLimits) withDefaults() ShapefileLimits {
 
 // Shapes is a shapefile read into orb geometries.
 type Shapes struct {
-	// EPSG is the coordinate system from the .prj (4326 when there is no .prj).
+	// EPSG is the coordinate system from the .prj; 4326 when there is no
+	// .prj, which ReadShapefile accepts only when every coordinate is a
+	// longitude and latitude.
 	EPSG int
 	// Fields lists the attribute names in file order.
 	Fields   []string
@@ -116,6 +122,9 @@ func ShapefileParts(files map[string][]byte, shpName string) (map[string][]byte,
 // ReadShapefile reads a shapefile from its parts, keyed by extension
 // (".shp" and ".dbf" required, ".prj", ".shx" and ".cpg" optional; see
 // ShapefileParts) with github.com/twpayne/go-shapefile under explicit limits.
+// Without a .prj the shapes are taken as EPSG:4326, but only when every
+// coordinate is within longitude and latitude ranges: projected metres
+// read as degrees would put the shapes nowhere (ErrNoPRJ).
 // Every error matches ErrShapefile or ErrUnknownPRJ.
 func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, err error) {
 	limits = limits.withDefaults()
@@ -184,7 +193,8 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 	}
 
 	s = &Shapes{EPSG: 4326}
-	if prj := parts[".prj"]; len(prj) > 0 {
+	prj := parts[".prj"]
+	if len(prj) > 0 {
 		if s.EPSG, err = EPSGFromPRJ(string(prj)); err != nil {
 			return nil, err
 		}
@@ -202,6 +212,12 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 			}
 			if g, err = toOrb(rec.Geom); err != nil {
 				return nil, fmt.Errorf("%w: shape %d: %v", ErrShapefile, i+1, err)
+			}
+			if len(prj) == 0 {
+				if b := g.Bound(); b.Min[0] < -180 || b.Max[0] > 180 || b.Min[1] < -90 || b.Max[1] > 90 {
+					return nil, fmt.Errorf("%w: %w and shape %d spans x %g..%g, y %g..%g, not longitude/latitude: send the .prj naming the coordinate system",
+						ErrShapefile, ErrNoPRJ, i+1, b.Min[0], b.Max[0], b.Min[1], b.Max[1])
+				}
 			}
 		}
 		s.Features = append(s.Features, Shape{Geometry: g, Attributes: dbf.Record(i)})

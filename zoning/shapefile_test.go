@@ -440,3 +440,38 @@ func TestReadShapefileHostileDBF(t *testing.T) {
 		return d
 	}(), 600_000, 1_000_000), "exceed 5000000 cells")
 }
+
+// TestReadShapefileWithoutPRJ: without a .prj a shapefile is EPSG:4326
+// only when its coordinates are longitude/latitude; projected metres (the
+// Slovenia RABA file, EPSG:32633) are refused instead of being stored as
+// degrees.
+func TestReadShapefileWithoutPRJ(t *testing.T) {
+	tests := []struct {
+		dir      string
+		wantErr  bool
+		features int
+	}{
+		{"slovenia-raba-lulc", true, 0},
+		{"ofpetrial-ssurgo-simple1", false, 11},
+		{"ofpetrial-yield-simple1", false, 3365},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dir, func(t *testing.T) {
+			files := readShapefileDir(t, testenv.DataDir(t, "shapefiles", tc.dir))
+			parts, err := ShapefileParts(files, "")
+			require.NoError(t, err)
+			require.NotEmpty(t, parts[".prj"])
+			delete(parts, ".prj")
+			s, err := ReadShapefile(parts, ShapefileLimits{})
+			if tc.wantErr {
+				require.ErrorIs(t, err, ErrNoPRJ)
+				assert.ErrorIs(t, err, ErrShapefile)
+				assert.ErrorContains(t, err, "not longitude/latitude")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, 4326, s.EPSG)
+			assert.Len(t, s.Features, tc.features)
+		})
+	}
+}

@@ -37,7 +37,7 @@ type zCase struct {
 }
 
 func zCases() []zCase {
-	square := orb.Ring{{4.0, 51.0}, {4.0, 51.01}, {4.01, 51.01}, {4.01, 51.0}, {4.0, 51.0}} // clockwise, as shapefiles store it
+	square := orb.Ring{{4.0, 51.0}, {4.0, 51.01}, {4.01, 51.01}, {4.01, 51.0}, {4.0, 51.0}}     // clockwise, as shapefiles store it
 	line := orb.LineString{{4.0, 51.0}, {4.01, 51.0}, {4.01, 51.01}, {4.0, 51.01}, {4.0, 51.0}} // lines keep the source order
 	return []zCase{
 		{"polygon_xyz", "POLYGON", zPolygons, shpPolygonZ, 184, orb.MultiPolygon{{square}}},

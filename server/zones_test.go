@@ -751,6 +751,13 @@ func TestZonesNegative(t *testing.T) {
 	}
 	corrupt["slovenia_raba_lulc.shp"] = shp
 	onlyShp := map[string][]byte{"slovenia_raba_lulc.shp": rabaFiles["slovenia_raba_lulc.shp"]}
+	// Without its .prj the RABA file's UTM metres must not pass for degrees.
+	noPRJ := map[string][]byte{}
+	for name, data := range rabaFiles {
+		if !strings.HasSuffix(name, ".prj") {
+			noPRJ[name] = data
+		}
+	}
 
 	ndvi := ndviLayer("2019-06-20")
 	custom := func(file, attr string) string {
@@ -821,6 +828,7 @@ func TestZonesNegative(t *testing.T) {
 		{"upload corrupt", U, tok, map[string]string{"field_name": "UES-01"}, corrupt, 400, "bad_request", "shapefile"},
 		{"upload not a shapefile", U, tok, map[string]string{"field_name": "UES-01"}, map[string][]byte{"notes.txt": []byte("x")}, 400, "bad_request", "notes.txt"},
 		{"upload without .dbf", U, tok, map[string]string{"field_name": "UES-01"}, onlyShp, 400, "bad_request", ".dbf"},
+		{"upload metres without .prj", U, tok, map[string]string{"field_name": "UES-01"}, noPRJ, 400, "bad_request", "no .prj and shape 1 spans x 4"},
 		{"upload bad file name", U, tok, map[string]string{"field_name": "UES-01"}, map[string][]byte{"a;b.shp": []byte("x")}, 400, "bad_request", "a;b.shp"},
 	}
 	const P = "/prescription_maps/get_zones?"
@@ -983,4 +991,37 @@ func TestZonesInNationalGrids(t *testing.T) {
 	r := do(t, z.env.Handler, "GET", "/prescription_maps/get_zones?field_name=UES-03&type=n_fertilizer&n_zones=3&index=ndvi&dst_crs=999999", z.tok, nil)
 	assert.Equal(t, 400, r.Status)
 	assert.Contains(t, string(r.Body), "999999")
+}
+
+// TestUploadShapefileZ: shapefiles with Z values as GDAL writes them
+// (-dim XYZ, no M part; -dim XYZM) are accepted by /files/upload.
+func TestUploadShapefileZ(t *testing.T) {
+	env := servertest.New(t, server.Config{})
+	tok := env.AddUser(t, "farmer", nil)
+	r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{"field_name": "z",
+		"geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4, 51}, {4.03, 51}, {4.03, 51.01}, {4, 51.01}, {4, 51}}}}})
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	dir := filepath.Join("..", "zoning", "testdata", "shapefile-z")
+	for _, stem := range []string{"polygon_xyz", "polygon_xyzm", "polyline_xyz", "point_xyz", "point_xyzm", "multipoint_xyz"} {
+		t.Run(stem, func(t *testing.T) {
+			files := map[string][]byte{}
+			for _, ext := range []string{".shp", ".shx", ".dbf", ".prj"} {
+				data, err := os.ReadFile(filepath.Join(dir, stem+ext))
+				require.NoError(t, err)
+				files[stem+ext] = data
+			}
+			up := postForm(t, env, "/files/upload", tok, map[string]string{"field_name": "z"}, files)
+			require.Equal(t, 201, up.Status, "%s", up.Body)
+			var ul struct {
+				Uploads []struct {
+					Records int `json:"records"`
+					EPSG    int `json:"epsg"`
+				} `json:"uploads"`
+			}
+			require.NoError(t, json.Unmarshal(up.Body, &ul))
+			require.Len(t, ul.Uploads, 1)
+			assert.Equal(t, 2, ul.Uploads[0].Records)
+			assert.Equal(t, 4326, ul.Uploads[0].EPSG)
+		})
+	}
 }

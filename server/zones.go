@@ -546,7 +546,9 @@ func (s *Server) handleFilesUploads(w http.ResponseWriter, r *http.Request, c *c
 
 // handleConvertGeoJSON converts a GeoJSON FeatureCollection of polygons
 // (the body, or the multipart part "file") to a zipped shapefile in
-// EPSG:4326 (§4.6 "GeoJSON to shapefile").
+// EPSG:4326 (§4.6 "GeoJSON to shapefile"): a zone collection (every
+// feature with a numeric ZONE) gets the zone columns, any other collection
+// its features' own properties (zoning.WriteShapefileZip).
 func (s *Server) handleConvertGeoJSON(w http.ResponseWriter, r *http.Request, c *call) error {
 	var data []byte
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

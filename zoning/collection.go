@@ -1,6 +1,7 @@
 package zoning
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,15 @@ type Collection struct {
 	// ZoneStats are the zones (ID, RasterVal, Dose, Pixels, AreaHa) when
 	// the collection comes from a Result; not encoded.
 	ZoneStats []Zone
+	// Plain marks a parsed collection whose features are not zones (some
+	// feature has no numeric ZONE, e.g. a field collection): a shapefile
+	// export then keeps the features' own Properties, named in Attributes,
+	// instead of inventing zone columns. Each source feature is then one
+	// Zone number (its position), so its parts stay one record.
+	Plain bool
+	// Attributes are the property names of a Plain collection in the
+	// order they first appear.
+	Attributes []string
 }
 
 // Feature is one zone polygon with the §2.4 properties.
@@ -42,6 +52,9 @@ type Feature struct {
 	RasterVal float64
 	Dose      float64
 	Polygon   orb.Polygon
+	// Properties are the source feature's GeoJSON properties (nil unless
+	// the collection is Plain).
+	Properties map[string]any
 }
 
 // Collection returns the zones of r as features reprojected to dstEPSG
@@ -221,7 +234,9 @@ var ErrInvalidCollection = errors.New("invalid zone collection")
 // MultiPolygon features (the §2.4 collection, or any with numeric ZONE,
 // RASTER_VAL and DOSE/RATE properties, which default to the feature's
 // position and 0). The CRS comes from its crs member (EPSG:4326 without
-// one); a MultiPolygon becomes one Feature per polygon.
+// one); a MultiPolygon becomes one Feature per polygon. A collection in
+// which some feature has no numeric ZONE is not a zone collection: it is
+// marked Plain and keeps every feature's properties.
 func ParseCollection(data []byte) (*Collection, error) {
 	var raw struct {
 		Type string `json:"type"`
@@ -231,8 +246,8 @@ func ParseCollection(data []byte) (*Collection, error) {
 			} `json:"properties"`
 		} `json:"crs"`
 		Features []struct {
-			Geometry   *geometryJSON  `json:"geometry"`
-			Properties map[string]any `json:"properties"`
+			Geometry   *geometryJSON   `json:"geometry"`
+			Properties json.RawMessage `json:"properties"`
 		} `json:"features"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -248,6 +263,34 @@ func ParseCollection(data []byte) (*Collection, error) {
 			return nil, fmt.Errorf("%w: crs: %w", ErrInvalidCollection, err)
 		}
 		c.EPSG = code
+	}
+	props := make([]map[string]any, len(raw.Features))
+	seen := map[string]bool{}
+	for i, f := range raw.Features {
+		keys, err := propertyKeys(f.Properties)
+		if err != nil {
+			return nil, fmt.Errorf("%w: feature %d properties: %v", ErrInvalidCollection, i, err)
+		}
+		if len(keys) > 0 {
+			// UseNumber keeps integers beyond 2^53 exact for the attributes.
+			d := json.NewDecoder(bytes.NewReader(f.Properties))
+			d.UseNumber()
+			if err := d.Decode(&props[i]); err != nil {
+				return nil, fmt.Errorf("%w: feature %d properties: %v", ErrInvalidCollection, i, err)
+			}
+		}
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				c.Attributes = append(c.Attributes, k)
+			}
+		}
+		if _, ok := number(props[i], "ZONE"); !ok {
+			c.Plain = true
+		}
+	}
+	if !c.Plain {
+		c.Attributes = nil
 	}
 	for i, f := range raw.Features {
 		if f.Geometry == nil {
@@ -268,32 +311,84 @@ func ParseCollection(data []byte) (*Collection, error) {
 		default:
 			return nil, fmt.Errorf("%w: feature %d is a %q, want Polygon or MultiPolygon", ErrInvalidCollection, i, f.Geometry.Type)
 		}
-		zone, ok := number(f.Properties, "ZONE")
-		if !ok {
+		zone, ok := number(props[i], "ZONE")
+		if !ok || c.Plain {
 			zone = float64(i + 1)
 		}
 		if zone != math.Trunc(zone) || zone < 0 || zone > 1e9 {
 			return nil, fmt.Errorf("%w: feature %d: ZONE %v is not a whole number", ErrInvalidCollection, i, zone)
 		}
-		rv, _ := number(f.Properties, "RASTER_VAL")
-		dose, ok := number(f.Properties, "DOSE")
+		rv, _ := number(props[i], "RASTER_VAL")
+		dose, ok := number(props[i], "DOSE")
 		if !ok {
-			dose, _ = number(f.Properties, "RATE")
+			dose, _ = number(props[i], "RATE")
+		}
+		var own map[string]any
+		if c.Plain {
+			own = props[i]
+			if own == nil {
+				own = map[string]any{}
+			}
 		}
 		for _, p := range polys {
 			poly, err := toPolygon(p)
 			if err != nil {
 				return nil, fmt.Errorf("%w: feature %d: %v", ErrInvalidCollection, i, err)
 			}
-			c.Features = append(c.Features, Feature{Zone: int(zone), RasterVal: rv, Dose: dose, Polygon: poly})
+			c.Features = append(c.Features, Feature{Zone: int(zone), RasterVal: rv, Dose: dose, Polygon: poly, Properties: own})
 		}
 	}
 	return c, nil
 }
 
+// propertyKeys returns the member names of a GeoJSON properties object in
+// document order (a map would lose it, and a shapefile's columns should
+// follow the source); null or absent properties have none.
+func propertyKeys(raw json.RawMessage) ([]string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	var keys []string
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := tok.(string)
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// number returns props[key] as a finite float64 (decoded as json.Number
+// or float64).
 func number(props map[string]any, key string) (float64, bool) {
-	v, ok := props[key].(float64)
-	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+	var v float64
+	switch x := props[key].(type) {
+	case float64:
+		v = x
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return 0, false
+		}
+		v = f
+	default:
+		return 0, false
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
 	}
 	return v, true

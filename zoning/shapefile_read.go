@@ -215,7 +215,7 @@ func ReadShapefile(parts map[string][]byte, limits ShapefileLimits) (s *Shapes, 
 			}
 			if len(prj) == 0 {
 				if b := g.Bound(); b.Min[0] < -180 || b.Max[0] > 180 || b.Min[1] < -90 || b.Max[1] > 90 {
-					return nil, fmt.Errorf("%w: %w and shape %d spans x %g..%g, y %g..%g, not longitude/latitude: send the .prj naming the coordinate system",
+					return nil, fmt.Errorf("%w: %w and shape %d spans x %.2f..%.2f, y %.2f..%.2f, not longitude/latitude: send the .prj naming the coordinate system",
 						ErrShapefile, ErrNoPRJ, i+1, b.Min[0], b.Max[0], b.Min[1], b.Max[1])
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/cropkit/cropkit/geo"
@@ -107,4 +108,35 @@ func ExampleGeoJSONToShapefileZip() {
 	// zones.shx
 	// zones.dbf
 	// zones.prj
+}
+
+// A collection that is not zones (here a field with a name and a crop)
+// keeps its own properties as the shapefile's attributes.
+func ExampleGeoJSONToShapefileZip_fields() {
+	geojson := []byte(`{"type":"FeatureCollection","features":[{"type":"Feature",
+		"properties":{"name":"north","crop_code":1200,"clipped_by_image_edge":false},
+		"geometry":{"type":"Polygon","coordinates":[[[4.06,50.74],[4.07,50.74],[4.07,50.75],[4.06,50.74]]]}}]}`)
+	var buf bytes.Buffer
+	if err := zoning.GeoJSONToShapefileZip(geojson, &buf); err != nil {
+		fmt.Println(err)
+		return
+	}
+	zr, _ := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		files[f.Name], _ = io.ReadAll(rc)
+		rc.Close()
+	}
+	parts, _ := zoning.ShapefileParts(files, "")
+	s, err := zoning.ReadShapefile(parts, zoning.ShapefileLimits{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Fields)
+	fmt.Println(s.Features[0].Attributes["name"], s.Features[0].Attributes["crop_code"], s.Features[0].Attributes["clipped_by"])
+	// Output:
+	// [name crop_code clipped_by]
+	// north 1200 false
 }

@@ -190,6 +190,12 @@ func FuzzReadShapefile(f *testing.F) {
 		f.Add(shpData, dbfData)
 	}
 	f.Add([]byte{0, 0, 39, 10}, []byte{3})
+	// A PolygonZ without the M part, which ReadShapefile rewrites first.
+	zShp, err1 := os.ReadFile(filepath.Join("testdata", "shapefile-z", "polygon_xyz.shp"))
+	zDbf, err2 := os.ReadFile(filepath.Join("testdata", "shapefile-z", "polygon_xyz.dbf"))
+	if err1 == nil && err2 == nil {
+		f.Add(zShp, zDbf)
+	}
 	f.Fuzz(func(t *testing.T, shpData, dbfData []byte) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

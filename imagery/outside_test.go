@@ -9,6 +9,8 @@ import (
 	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cropkit/cropkit/internal/testenv"
 )
 
 // TestFieldBeyondScene: a field's pixels outside the scene's extent are no
@@ -62,6 +64,40 @@ func TestFieldBeyondScene(t *testing.T) {
 			assert.Equal(t, tc.outside, fr.OutsidePixels)
 			assert.Equal(t, tc.fieldPixels, fr.FieldPixels)
 			assert.LessOrEqual(t, fr.Grid.Cols*fr.Grid.Rows, 64, "the window stays within the scene")
+		})
+	}
+}
+
+// TestRealFieldBeyondChip: fields reaching beyond the 640 m chip of
+// flanders-31UES have the statistics of the covered part over all their
+// pixels: a 3.5 km strip (39 ha) of which 77 pixels lie in the chip, and
+// a 68,487 ha square around it (pixel counts as gdal_rasterize gives on
+// the chip's grid extended over the field).
+func TestRealFieldBeyondChip(t *testing.T) {
+	dir := testenv.DataDir(t, "s2", "flanders-31UES", "2019-07-05")
+	s, err := OpenScene(context.Background(), dir, SceneOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	tests := []struct {
+		name              string
+		ring              orb.Ring
+		fieldPixels, num  int
+		cloudCoverAtLeast float64
+	}{
+		{"strip", orb.Ring{{4.0094016, 50.746340065}, {4.0595016, 50.746340065}, {4.0595016, 50.747340065},
+			{4.0094016, 50.747340065}, {4.0094016, 50.746340065}}, 3936, 77, 98},
+		{"huge square", orb.Ring{{3.9, 50.6}, {4.25, 50.6}, {4.25, 50.85}, {3.9, 50.85}, {3.9, 50.6}}, 6868634, 4096, 99.9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ps, err := s.FieldProducts(context.Background(), orb.MultiPolygon{{tc.ring}}, []string{"ndvi"}, nil)
+			require.NoError(t, err)
+			st := ps[0].Stats
+			assert.Equal(t, tc.fieldPixels, st.FieldPixels)
+			assert.Equal(t, tc.num, st.Num)
+			assert.InDelta(t, 100*float64(tc.fieldPixels-tc.num)/float64(tc.fieldPixels), st.CloudCover, 1e-9)
+			assert.GreaterOrEqual(t, st.CloudCover, tc.cloudCoverAtLeast)
+			assert.Less(t, float64(st.Num), 0.6*float64(st.FieldPixels), "unusable at the default minimum clear share")
 		})
 	}
 }

@@ -117,3 +117,42 @@ func TestZonesRandomOutlines(t *testing.T) {
 	t.Logf("%d fields registered, %d zone answers of 200", len(fields), ok)
 	assert.Greater(t, ok, len(fields)/2, "most fields reach zoning")
 }
+
+// TestFieldBeyondChipUnusable: a field the scene covers only in part has
+// its pixels beyond the scene counted as not clear, so with the default
+// minimum clear share the image is unusable: 404 no_imagery from the
+// download and the zone routes, never the covered part's statistics.
+func TestFieldBeyondChipUnusable(t *testing.T) {
+	const date = "2019-07-05"
+	scene := filepath.Join(testenv.DataDir(t, "s2", "flanders-31UES"), date)
+	env := servertest.New(t, server.Config{})
+	tok := env.AddUser(t, "farmer", nil)
+	tests := []struct {
+		name string
+		ring [][2]float64
+	}{
+		{"t_edge", [][2]float64{{4.0094016, 50.746340065}, {4.0595016, 50.746340065}, {4.0595016, 50.747340065},
+			{4.0094016, 50.747340065}, {4.0094016, 50.746340065}}},
+		{"t_huge", [][2]float64{{3.9, 50.6}, {4.25, 50.6}, {4.25, 50.85}, {3.9, 50.85}, {3.9, 50.6}}},
+	}
+	for _, tc := range tests {
+		r := do(t, env.Handler, "POST", "/fields/register", tok, map[string]any{
+			"field_name": tc.name, "indices": "ndvi",
+			"geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{tc.ring}},
+		})
+		require.Equal(t, 201, r.Status, "%s", r.Body)
+	}
+	_, err := env.Archive.Ingest(context.Background(), scene, archive.IngestOptions{})
+	require.NoError(t, err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, env.Handler, "GET", "/download/ndvi/json?field_name="+tc.name+"&date="+date, tok, nil)
+			assert.Equal(t, 404, r.Status, "%s", r.Body)
+			assert.Equal(t, "no_imagery", r.ErrorCode(t))
+			v := url.Values{"field_name": {tc.name}, "type": {"n_fertilizer"}, "index": {"ndvi"}, "n_zones": {"2"}}
+			r = do(t, env.Handler, "POST", "/prescription_maps/get_zones?"+v.Encode(), tok, nil)
+			assert.Equal(t, 404, r.Status, "%s", r.Body)
+			assert.Equal(t, "no_imagery", r.ErrorCode(t))
+		})
+	}
+}

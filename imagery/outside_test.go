@@ -101,3 +101,30 @@ func TestRealFieldBeyondChip(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFieldBeyondChip times the products of fields reaching beyond
+// the 640 m chip: the 39 ha strip and the 68,487 ha square, whose 6.9 M
+// pixels beyond the chip are counted strip by strip.
+func BenchmarkFieldBeyondChip(b *testing.B) {
+	dir := testenv.DataDir(b, "s2", "flanders-31UES", "2019-07-05")
+	s, err := OpenScene(context.Background(), dir, SceneOptions{})
+	require.NoError(b, err)
+	defer s.Close()
+	for _, bc := range []struct {
+		name string
+		ring orb.Ring
+	}{
+		{"strip", orb.Ring{{4.0094016, 50.746340065}, {4.0595016, 50.746340065}, {4.0595016, 50.747340065},
+			{4.0094016, 50.747340065}, {4.0094016, 50.746340065}}},
+		{"huge", orb.Ring{{3.9, 50.6}, {4.25, 50.6}, {4.25, 50.85}, {3.9, 50.85}, {3.9, 50.6}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			field := orb.MultiPolygon{{bc.ring}}
+			for b.Loop() {
+				if _, err := s.FieldProducts(context.Background(), field, []string{"ndvi"}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/paulmach/orb"
@@ -47,4 +48,13 @@ func TestCountCentres(t *testing.T) {
 			assert.Equal(t, count(RasterizeAllTouched(mp, g)), touched)
 		})
 	}
+}
+
+// A field's pixels are counted without a mask over them: here 300 × 200
+// pixels of 10 m, of which a 64 × 64 scene would hold a corner.
+func ExampleCountCentres() {
+	g := Grid{EPSG: 32631, X0: 0, Y0: 0, DX: 10, DY: 10, Cols: 300, Rows: 200}
+	field := orb.MultiPolygon{{{{0.5, -0.5}, {2999.5, -0.5}, {2999.5, -1999.5}, {0.5, -1999.5}, {0.5, -0.5}}}}
+	fmt.Println(CountCentres(field, g), CountTouched(field, g))
+	// Output: 60000 60000
 }

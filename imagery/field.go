@@ -22,8 +22,14 @@ type FieldRaster struct {
 	// InField marks the pixels whose centre lies inside the field (or, for a
 	// parcel too thin to hold any centre, every pixel it touches).
 	InField []bool
-	// FieldPixels counts the true values of InField.
+	// FieldPixels counts the field's pixels: the true values of InField
+	// plus OutsidePixels.
 	FieldPixels int
+	// OutsidePixels counts the field's pixels beyond the scene's extent (on
+	// the scene's grid extended): no data, so never clear. A field the
+	// scene covers only in part thus has statistics of the covered part
+	// over the pixels of the whole field.
+	OutsidePixels int
 	// Clear marks pixels the scene mask does not flag (all true without a mask).
 	Clear []bool
 	// Bands holds each requested band's reflectance, NaN where the band has
@@ -75,21 +81,23 @@ func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands
 		math.IsNaN(b.Max[0]) || math.IsNaN(b.Min[1]) || math.IsNaN(b.Max[1]) || math.IsInf(b.Min[1], 0) || math.IsInf(b.Max[1], 0) {
 		return nil, nil, fmt.Errorf("%w: empty or invalid field geometry", ErrNoOverlap)
 	}
-	win := s.grid.WindowFor(b)
+	full := fieldWindow(s.grid, b)
+	win := full.Intersect(s.grid.Full())
 	if win.Empty() {
 		return nil, nil, ErrNoOverlap
 	}
 	// The window is counted in the scene's own pixels, before anything is
 	// allocated for it: a normal field over a scene of tiny pixels is a
-	// huge window.
-	if err := checkWindow("", win, s.grid, s.maxPix); err != nil {
+	// huge window. The whole field's window counts, also beyond the
+	// scene's extent, where its pixels are counted (not allocated).
+	if err := checkWindow("", full, s.grid, s.maxPix); err != nil {
 		return nil, nil, err
 	}
 	release, err = s.budget.Acquire(ctx, fieldBytes(int64(win.Len()), len(bands), indices))
 	if err != nil {
 		return nil, nil, err
 	}
-	fr, err = s.readWindow(ctx, field, bands, win)
+	fr, err = s.readWindow(ctx, field, bands, win, full)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -97,8 +105,23 @@ func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands
 	return fr, release, nil
 }
 
-// readWindow reads bands and the mask under field, whose bounding window is win.
-func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []string, win geo.Window) (*FieldRaster, error) {
+// fieldWindow is the window of g's pixels under the bounds b, not clipped
+// to g's extent.
+func fieldWindow(g geo.Grid, b orb.Bound) geo.Window {
+	c0 := math.Floor((b.Min[0] - g.X0) / g.DX)
+	c1 := math.Ceil((b.Max[0] - g.X0) / g.DX)
+	r0 := math.Floor((g.Y0 - b.Max[1]) / g.DY)
+	r1 := math.Ceil((g.Y0 - b.Min[1]) / g.DY)
+	// Bounds far outside the grid would overflow an int: such a window is
+	// refused by the pixel cap anyway, so it is clamped to a size beyond it.
+	const far = 1 << 30
+	clamp := func(v float64) int { return int(max(-far, min(far, v))) }
+	return geo.Window{Col: clamp(c0), Row: clamp(r0), Cols: clamp(c1) - clamp(c0), Rows: clamp(r1) - clamp(r0)}
+}
+
+// readWindow reads bands and the mask under field, whose bounding window is
+// win, the part in the scene of full, the field's whole window.
+func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []string, win, full geo.Window) (*FieldRaster, error) {
 	sub := s.grid.Sub(win)
 	inField := geo.Rasterize(field, sub)
 	if len(inField) != win.Len() {
@@ -113,13 +136,18 @@ func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []
 	if n == 0 {
 		return nil, ErrNoOverlap
 	}
+	outside := 0
+	if full != win {
+		outside = s.outsidePixels(field, sub, win, full)
+	}
 	// Trim to the field's pixels: bounds a hair past a pixel edge (reprojection
 	// round-off on pixel-aligned parcels) would otherwise add empty rows.
 	if tw := trimmed(inField, win); tw != win {
 		inField = crop(inField, win, tw)
 		win, sub = tw, s.grid.Sub(tw)
 	}
-	fr := &FieldRaster{Grid: sub, Window: win, InField: inField, FieldPixels: n, Bands: make(map[string][]float64, len(bands))}
+	fr := &FieldRaster{Grid: sub, Window: win, InField: inField, FieldPixels: n + outside, OutsidePixels: outside,
+		Bands: make(map[string][]float64, len(bands))}
 	for _, name := range bands {
 		if _, done := fr.Bands[name]; done {
 			continue
@@ -136,6 +164,39 @@ func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []
 	}
 	fr.Clear = clear
 	return fr, nil
+}
+
+// outsidePixels counts the pixels of field in full (its whole window on
+// the scene's grid) outside win (full clipped to the scene; sub is win's
+// grid), by Rasterize's rule over the whole field: pixel centres inside,
+// or every pixel touched when the field holds no centre at all. It counts
+// strip by strip (geo.CountCentres), so its memory does not grow with the
+// part outside the scene.
+func (s *Scene) outsidePixels(field orb.MultiPolygon, sub geo.Grid, win, full geo.Window) int {
+	// full minus win: the rows above and below win, then the columns left
+	// and right of it in win's rows.
+	parts := []geo.Window{
+		{Col: full.Col, Row: full.Row, Cols: full.Cols, Rows: win.Row - full.Row},
+		{Col: full.Col, Row: win.Row + win.Rows, Cols: full.Cols, Rows: full.Row + full.Rows - win.Row - win.Rows},
+		{Col: full.Col, Row: win.Row, Cols: win.Col - full.Col, Rows: win.Rows},
+		{Col: win.Col + win.Cols, Row: win.Row, Cols: full.Col + full.Cols - win.Col - win.Cols, Rows: win.Rows},
+	}
+	n := 0
+	for _, w := range parts {
+		if !w.Empty() {
+			n += geo.CountCentres(field, s.grid.Sub(w))
+		}
+	}
+	if n > 0 || geo.CountCentres(field, sub) > 0 {
+		return n
+	}
+	// A field thinner than a pixel: Rasterize takes every pixel it touches.
+	for _, w := range parts {
+		if !w.Empty() {
+			n += geo.CountTouched(field, s.grid.Sub(w))
+		}
+	}
+	return n
 }
 
 // trimmed is the smallest window inside win holding every true pixel of mask.

@@ -111,8 +111,9 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 	}
 	values := make([]float64, n)
 	ix.Compute(in, values)
-	masked := 0
-	clear := make([]float64, 0, fr.FieldPixels)
+	// The field's pixels beyond the scene have no data: not clear.
+	masked := fr.OutsidePixels
+	clear := make([]float64, 0, fr.FieldPixels-fr.OutsidePixels)
 	for i, v := range values {
 		if !fr.InField[i] {
 			values[i] = math.NaN()

@@ -100,12 +100,13 @@ func Run(ctx context.Context, req Request) (*Collection, error) {
 // and r.Outline is set (Collection's Boundary).
 func (r *Result) TileOutline(outline orb.MultiPolygon) error {
 	g := r.Grid
-	// One pixel of margin: an outline along the window's border still has
-	// pixels on both sides.
-	pg := geo.Grid{EPSG: g.EPSG, X0: g.X0 - g.DX, Y0: g.Y0 + g.DY, DX: g.DX, DY: g.DY, Cols: g.Cols + 2, Rows: g.Rows + 2}
+	pg, off, err := tileGrid(g, outline)
+	if err != nil {
+		return fmt.Errorf("tile zones to the outline: %w", err)
+	}
 	labels := make([]int32, pg.Cols*pg.Rows)
 	for row := range g.Rows {
-		copy(labels[(row+1)*pg.Cols+1:], r.Labels[row*g.Cols:(row+1)*g.Cols])
+		copy(labels[(row+off.Row)*pg.Cols+off.Col:], r.Labels[row*g.Cols:(row+1)*g.Cols])
 	}
 	touched := geo.RasterizeAllTouched(outline, pg)
 	// Dilated by one pixel: RasterizeAllTouched ignores an outline entering
@@ -143,7 +144,7 @@ func (r *Result) TileOutline(outline orb.MultiPolygon) error {
 	// sliver of a zone cut off from the zone's polygon along the outline:
 	// such pixels take their neighbours' zone instead, when that gives
 	// fewer polygons.
-	if relabelled := absorbSlivers(labels, pg, lps, padMask(r.Labels, g, pg)); relabelled != nil {
+	if relabelled := absorbSlivers(labels, pg, lps, padMask(r.Labels, g, pg, off)); relabelled != nil {
 		if again, err := geo.TileOutline(relabelled, pg, outline, 0); err == nil && len(again) < len(lps) {
 			lps = again
 		}
@@ -245,16 +246,39 @@ func (e *ZonesAbovePixelsError) Error() string {
 // Is makes errors.Is(err, ErrTooFewPixels) true.
 func (e *ZonesAbovePixelsError) Is(target error) bool { return target == ErrTooFewPixels }
 
-// padMask is the mask of labels (> 0) on the padded grid pg (one pixel of
-// margin around g).
-func padMask(labels []int32, g, pg geo.Grid) []bool {
+// padMask is the mask of labels (> 0) on the padded grid pg, where g's
+// pixel (0, 0) is pg's pixel (off.Col, off.Row).
+func padMask(labels []int32, g, pg geo.Grid, off geo.Window) []bool {
 	m := make([]bool, pg.Cols*pg.Rows)
 	for i, l := range labels {
 		if l > 0 {
-			m[(i/g.Cols+1)*pg.Cols+i%g.Cols+1] = true
+			m[(i/g.Cols+off.Row)*pg.Cols+i%g.Cols+off.Col] = true
 		}
 	}
 	return m
+}
+
+// tileGrid is the grid the zones are tiled on: g (the field window, which
+// can be smaller than the outline: trimmed to the pixel centres inside it,
+// or clipped by the scene's extent) extended to the outline's bounds, plus
+// one pixel of margin so that an outline along the border still has pixels
+// on both sides. off.Col and off.Row are where g's pixel (0, 0) lies in it.
+// It fails (ErrInvalidOptions) on an outline with no finite bounds.
+func tileGrid(g geo.Grid, outline orb.MultiPolygon) (geo.Grid, geo.Window, error) {
+	b := outline.Bound()
+	for _, v := range []float64{b.Min[0], b.Min[1], b.Max[0], b.Max[1]} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return geo.Grid{}, geo.Window{}, fmt.Errorf("%w: outline without finite bounds", ErrInvalidOptions)
+		}
+	}
+	// The outline's pixels relative to g, unclipped (pixel units; the
+	// outline is at most the field's extent, already capped by the caller).
+	c0 := min(0, int(math.Floor((b.Min[0]-g.X0)/g.DX))) - 1
+	r0 := min(0, int(math.Floor((g.Y0-b.Max[1])/g.DY))) - 1
+	c1 := max(g.Cols, int(math.Ceil((b.Max[0]-g.X0)/g.DX))) + 1
+	r1 := max(g.Rows, int(math.Ceil((g.Y0-b.Min[1])/g.DY))) + 1
+	pg := geo.Grid{EPSG: g.EPSG, X0: g.X0 + float64(c0)*g.DX, Y0: g.Y0 - float64(r0)*g.DY, DX: g.DX, DY: g.DY, Cols: c1 - c0, Rows: r1 - r0}
+	return pg, geo.Window{Col: -c0, Row: -r0, Cols: g.Cols, Rows: g.Rows}, nil
 }
 
 // absorbSlivers returns labels with the pixels outside mask that lie under

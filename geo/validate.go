@@ -220,7 +220,7 @@ func containedPairs(bounds []orb.Bound, budget *int, fn func(outer, inner int) e
 
 // ValidateLonLat is ValidateMultiPolygon for EPSG:4326 input, plus: every
 // longitude within [-180, 180] and latitude within [-90, 90], and an area
-// (on the WGS 84 sphere of equal area) of at most MaxAreaHa.
+// (on the WGS 84 ellipsoid, GeodesicArea) of at most MaxAreaHa.
 func ValidateLonLat(mp orb.MultiPolygon) error {
 	for i, p := range mp {
 		for j, r := range p {
@@ -238,32 +238,6 @@ func ValidateLonLat(mp orb.MultiPolygon) error {
 		return invalidf("area %.0f ha is larger than the %d ha accepted", ha, MaxAreaHa)
 	}
 	return nil
-}
-
-// GeodesicArea is the area in m² of lon/lat multipolygon mp on a sphere of
-// the WGS 84 authalic radius (within about 0.5 % of the ellipsoidal area).
-func GeodesicArea(mp orb.MultiPolygon) float64 {
-	const r = 6371007.1809 // authalic radius of WGS 84
-	ring := func(rg orb.Ring) float64 {
-		// Chamberlain & Duquette (2007), the formula of d3 and turf.
-		s := 0.0
-		for i := 0; i+1 < len(rg); i++ {
-			a, b := rg[i], rg[i+1]
-			s += (b[0] - a[0]) * math.Pi / 180 * (2 + math.Sin(a[1]*math.Pi/180) + math.Sin(b[1]*math.Pi/180))
-		}
-		return math.Abs(s * r * r / 2)
-	}
-	total := 0.0
-	for _, p := range mp {
-		for j, rg := range p {
-			if j == 0 {
-				total += ring(rg)
-			} else {
-				total -= ring(rg)
-			}
-		}
-	}
-	return total
 }
 
 func fmtPoint(p orb.Point) string { return fmt.Sprintf("(%.10g, %.10g)", p[0], p[1]) }

@@ -167,7 +167,7 @@ func TestDetectSyntheticBlocks(t *testing.T) {
 	require.Len(t, res.Fields, 3)
 	for _, f := range res.Fields {
 		assert.Equal(t, 300, f.Pixels)
-		assert.InDelta(t, 3.0, f.AreaHa, 0.02, "300 px of 100 m² on the UTM grid")
+		assert.InDelta(t, 3.0, f.AreaHa, 0.02, "300 px of 100 m² on the sphere")
 		assert.Greater(t, f.Confidence, 0.5)
 		require.NoError(t, geo.ValidatePolygon(f.Polygon))
 	}

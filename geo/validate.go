@@ -219,7 +219,8 @@ func containedPairs(bounds []orb.Bound, budget *int, fn func(outer, inner int) e
 }
 
 // ValidateLonLat is ValidateMultiPolygon for EPSG:4326 input, plus: every
-// longitude within [-180, 180] and latitude within [-90, 90], and an area
+// longitude within [-180, 180] and latitude within [-90, 90], not crossing
+// the antimeridian (see checkAntimeridian), and an area
 // (on the WGS 84 ellipsoid, GeodesicArea) of at most MaxAreaHa.
 func ValidateLonLat(mp orb.MultiPolygon) error {
 	for i, p := range mp {
@@ -231,11 +232,50 @@ func ValidateLonLat(mp orb.MultiPolygon) error {
 			}
 		}
 	}
+	if err := checkAntimeridian(mp); err != nil {
+		return err
+	}
 	if err := ValidateMultiPolygon(mp); err != nil {
 		return err
 	}
 	if ha := GeodesicArea(mp) / 10_000; ha > MaxAreaHa {
 		return invalidf("area %.0f ha is larger than the %d ha accepted", ha, MaxAreaHa)
+	}
+	return nil
+}
+
+// antimeridianAdvice ends the reason for a geometry crossing 180°.
+const antimeridianAdvice = "crosses the antimeridian (180°): not supported; register the parts east and west of 180° as separate fields"
+
+// checkAntimeridian refuses, by name, geometries that cross longitude 180°,
+// in either of the forms RFC 7946 §3.1.9 describes: an edge jumping more
+// than 180° of longitude (179.999 → -179.999, read in lon/lat as a band
+// around the world), or parts cut at the antimeridian, one touching 180°
+// and another -180°. Everything downstream (bounding boxes, scene
+// footprints, UTM windows, rasterization) reads longitudes as a plane, so
+// either form would otherwise be refused with a misleading area or extent
+// or, worse, ingested as a field around the world.
+func checkAntimeridian(mp orb.MultiPolygon) error {
+	east, west := -1, -1 // a polygon touching 180°, and one touching -180°
+	for i, p := range mp {
+		for j, r := range p {
+			for k := 0; k+1 < len(r); k++ {
+				if math.Abs(r[k+1][0]-r[k][0]) > 180 {
+					return invalidf("polygon %d ring %d %s (its edge from %s to %s)", i, j, antimeridianAdvice, fmtPoint(r[k]), fmtPoint(r[k+1]))
+				}
+			}
+			for _, pt := range r {
+				switch {
+				case pt[0] == 180 && east < 0:
+					east = i
+				case pt[0] == -180 && west < 0:
+					west = i
+				}
+			}
+		}
+	}
+	if east >= 0 && west >= 0 {
+		return invalidf("geometry %s (polygon %d touches 180° and polygon %d -180°)", antimeridianAdvice, east, west)
 	}
 	return nil
 }

@@ -275,7 +275,7 @@ func checkAntimeridian(mp orb.MultiPolygon) error {
 		}
 	}
 	if east >= 0 && west >= 0 {
-		return invalidf("geometry %s (polygon %d touches 180° and polygon %d -180°)", antimeridianAdvice, east, west)
+		return invalidf("multipolygon %s (polygon %d touches 180° and polygon %d -180°)", antimeridianAdvice, east, west)
 	}
 	return nil
 }

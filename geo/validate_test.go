@@ -119,9 +119,9 @@ func TestValidateLonLatAntimeridian(t *testing.T) {
 		want string // substring of the reason; "" = valid
 	}{
 		{"RFC 7946 split form, about 2 ha", orb.MultiPolygon{{box(179.999, -16.5, 180, -16.49)}, {box(-180, -16.5, -179.999, -16.49)}},
-			"geometry " + crosses + " (polygon 0 touches 180° and polygon 1 -180°)"},
+			"multipolygon " + crosses + " (polygon 0 touches 180° and polygon 1 -180°)"},
 		{"split form, west part first", orb.MultiPolygon{{box(-180, 65, -179.99, 65.01)}, {box(179.99, 65, 180, 65.01)}},
-			"geometry " + crosses + " (polygon 1 touches 180° and polygon 0 -180°)"},
+			"multipolygon " + crosses + " (polygon 1 touches 180° and polygon 0 -180°)"},
 		{"one polygon from 179.999 to -179.999", orb.MultiPolygon{{{{179.999, -16.5}, {-179.999, -16.5}, {-179.999, -16.49}, {179.999, -16.49}, {179.999, -16.5}}}},
 			"polygon 0 ring 0 " + crosses + " (its edge from (179.999, -16.5) to (-179.999, -16.5))"},
 		{"second polygon jumping across 180°", orb.MultiPolygon{{box(170, 10, 171, 11)}, {{{179.5, 10.2}, {-179.5, 10.2}, {-179.5, 10.8}, {179.5, 10.2}}}},

@@ -20,10 +20,12 @@ const (
 // onto the sphere of equal total area (the authalic radius) preserving area
 // everywhere, and each ring's area is then the exact spherical polygon
 // area with great-circle edges. The only approximation is that a geodesic
-// edge maps to a curve close to, not exactly, a great circle: against
-// Karney's geodesic polygons (pyproj) the relative error is below 1e-9 for
-// fields and about 2e-5 for a 10°×10° quadrilateral; it reaches 1e-4 only
-// for single edges of thousands of kilometres.
+// edge maps to a curve close to, not exactly, a great circle. Against
+// Karney's geodesic polygons (pyproj) the relative error is at most 1.2e-8
+// on the real fields (rounding), 2e-7 for 1° boxes, 2e-5 for a 10° box and
+// 4e-6 for a continent outline with edges of a few degrees; it nears 1e-4
+// only for single edges of thousands of kilometres (a 30° box drawn with 4
+// vertices).
 func GeodesicArea(mp orb.MultiPolygon) float64 {
 	au := newAuthalic()
 	total := 0.0
@@ -57,10 +59,12 @@ func (au authalic) q(sinPhi float64) float64 {
 	return (1 - au.e2) * (sinPhi/(1-au.e2*sinPhi*sinPhi) + math.Atanh(au.e*sinPhi)/au.e)
 }
 
-// beta is the authalic latitude, in radians, of latitude lat in degrees.
-func (au authalic) beta(lat float64) float64 {
-	s := au.q(math.Sin(lat*math.Pi/180)) / au.qp
-	return math.Asin(max(-1, min(1, s)))
+// tanHalfBeta is tan(β/2) of the authalic latitude β of latitude lat in
+// degrees, from sin β = q(sin φ)/q_p without an inverse sine:
+// tan(β/2) = sin β / (1 + cos β).
+func (au authalic) tanHalfBeta(lat float64) float64 {
+	s := max(-1, min(1, au.q(math.Sin(lat*math.Pi/180))/au.qp))
+	return s / (1 + math.Sqrt(1-s*s))
 }
 
 // ringArea is the unsigned area in m² of ring rg (first point repeated
@@ -77,9 +81,9 @@ func (au authalic) ringArea(rg orb.Ring) float64 {
 		return 0
 	}
 	s := 0.0
-	lon1, t1 := rg[0][0], math.Tan(au.beta(rg[0][1])/2)
+	lon1, t1 := rg[0][0], au.tanHalfBeta(rg[0][1])
 	edge := func(lon2, lat2 float64) {
-		t2 := math.Tan(au.beta(lat2) / 2)
+		t2 := au.tanHalfBeta(lat2)
 		dl := (lon2 - lon1) * math.Pi / 180
 		s += 2 * math.Atan2(math.Tan(dl/2)*(t1+t2), 1+t1*t2)
 		lon1, t1 = lon2, t2

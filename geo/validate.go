@@ -219,8 +219,9 @@ func containedPairs(bounds []orb.Bound, budget *int, fn func(outer, inner int) e
 }
 
 // ValidateLonLat is ValidateMultiPolygon for EPSG:4326 input, plus: every
-// longitude within [-180, 180] and latitude within [-90, 90], and an area
-// (on the WGS 84 sphere of equal area) of at most MaxAreaHa.
+// longitude within [-180, 180] and latitude within [-90, 90], not crossing
+// the antimeridian (see checkAntimeridian), and an area
+// (on the WGS 84 ellipsoid, GeodesicArea) of at most MaxAreaHa.
 func ValidateLonLat(mp orb.MultiPolygon) error {
 	for i, p := range mp {
 		for j, r := range p {
@@ -231,6 +232,9 @@ func ValidateLonLat(mp orb.MultiPolygon) error {
 			}
 		}
 	}
+	if err := checkAntimeridian(mp); err != nil {
+		return err
+	}
 	if err := ValidateMultiPolygon(mp); err != nil {
 		return err
 	}
@@ -240,30 +244,40 @@ func ValidateLonLat(mp orb.MultiPolygon) error {
 	return nil
 }
 
-// GeodesicArea is the area in m² of lon/lat multipolygon mp on a sphere of
-// the WGS 84 authalic radius (within about 0.5 % of the ellipsoidal area).
-func GeodesicArea(mp orb.MultiPolygon) float64 {
-	const r = 6371007.1809 // authalic radius of WGS 84
-	ring := func(rg orb.Ring) float64 {
-		// Chamberlain & Duquette (2007), the formula of d3 and turf.
-		s := 0.0
-		for i := 0; i+1 < len(rg); i++ {
-			a, b := rg[i], rg[i+1]
-			s += (b[0] - a[0]) * math.Pi / 180 * (2 + math.Sin(a[1]*math.Pi/180) + math.Sin(b[1]*math.Pi/180))
-		}
-		return math.Abs(s * r * r / 2)
-	}
-	total := 0.0
-	for _, p := range mp {
-		for j, rg := range p {
-			if j == 0 {
-				total += ring(rg)
-			} else {
-				total -= ring(rg)
+// antimeridianAdvice ends the reason for a geometry crossing 180°.
+const antimeridianAdvice = "crosses the antimeridian (180°): not supported; register the parts east and west of 180° as separate fields"
+
+// checkAntimeridian refuses, by name, geometries that cross longitude 180°,
+// in either of the forms RFC 7946 §3.1.9 describes: an edge jumping more
+// than 180° of longitude (179.999 → -179.999, read in lon/lat as a band
+// around the world), or parts cut at the antimeridian, one touching 180°
+// and another -180°. Everything downstream (bounding boxes, scene
+// footprints, UTM windows, rasterization) reads longitudes as a plane, so
+// either form would otherwise be refused with a misleading area or extent
+// or, worse, ingested as a field around the world.
+func checkAntimeridian(mp orb.MultiPolygon) error {
+	east, west := -1, -1 // a polygon touching 180°, and one touching -180°
+	for i, p := range mp {
+		for j, r := range p {
+			for k := 0; k+1 < len(r); k++ {
+				if math.Abs(r[k+1][0]-r[k][0]) > 180 {
+					return invalidf("polygon %d ring %d %s (its edge from %s to %s)", i, j, antimeridianAdvice, fmtPoint(r[k]), fmtPoint(r[k+1]))
+				}
+			}
+			for _, pt := range r {
+				switch {
+				case pt[0] == 180 && east < 0:
+					east = i
+				case pt[0] == -180 && west < 0:
+					west = i
+				}
 			}
 		}
 	}
-	return total
+	if east >= 0 && west >= 0 {
+		return invalidf("multipolygon %s (polygon %d touches 180° and polygon %d -180°)", antimeridianAdvice, east, west)
+	}
+	return nil
 }
 
 func fmtPoint(p orb.Point) string { return fmt.Sprintf("(%.10g, %.10g)", p[0], p[1]) }

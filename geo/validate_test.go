@@ -108,6 +108,42 @@ func TestValidateLonLat(t *testing.T) {
 	assert.Contains(t, ie.Reason, "ha is larger than the 1000000 ha accepted")
 }
 
+// TestValidateLonLatAntimeridian: a field crossing 180° is refused by
+// name, in both of RFC 7946's forms, instead of with a misleading area or
+// extent; fields touching 180° from one side only are accepted.
+func TestValidateLonLatAntimeridian(t *testing.T) {
+	const crosses = "crosses the antimeridian (180°): not supported; register the parts east and west of 180° as separate fields"
+	for _, tc := range []struct {
+		name string
+		mp   orb.MultiPolygon
+		want string // substring of the reason; "" = valid
+	}{
+		{"RFC 7946 split form, about 2 ha", orb.MultiPolygon{{box(179.999, -16.5, 180, -16.49)}, {box(-180, -16.5, -179.999, -16.49)}},
+			"multipolygon " + crosses + " (polygon 0 touches 180° and polygon 1 -180°)"},
+		{"split form, west part first", orb.MultiPolygon{{box(-180, 65, -179.99, 65.01)}, {box(179.99, 65, 180, 65.01)}},
+			"multipolygon " + crosses + " (polygon 1 touches 180° and polygon 0 -180°)"},
+		{"one polygon from 179.999 to -179.999", orb.MultiPolygon{{{{179.999, -16.5}, {-179.999, -16.5}, {-179.999, -16.49}, {179.999, -16.49}, {179.999, -16.5}}}},
+			"polygon 0 ring 0 " + crosses + " (its edge from (179.999, -16.5) to (-179.999, -16.5))"},
+		{"second polygon jumping across 180°", orb.MultiPolygon{{box(170, 10, 171, 11)}, {{{179.5, 10.2}, {-179.5, 10.2}, {-179.5, 10.8}, {179.5, 10.2}}}},
+			"polygon 1 ring 0 " + crosses + " (its edge from (179.5, 10.2) to (-179.5, 10.2))"},
+		{"east of 180° touching it", orb.MultiPolygon{{box(179.99, -16.5, 180, -16.49)}}, ""},
+		{"west of -180° touching it", orb.MultiPolygon{{box(-180, -16.5, -179.99, -16.49)}}, ""},
+		{"two parts on the same side of 180°", orb.MultiPolygon{{box(179.99, -16.5, 180, -16.49)}, {box(179.9, -16.5, 179.95, -16.49)}}, ""},
+		{"near Greenwich, edge of 0.02°", orb.MultiPolygon{{box(-0.01, 51.47, 0.01, 51.48)}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := geo.ValidateLonLat(tc.mp)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var ie *geo.InvalidGeometryError
+			require.True(t, errors.As(err, &ie), "%v", err)
+			assert.Contains(t, ie.Reason, tc.want)
+		})
+	}
+}
+
 func TestValidateRealFields(t *testing.T) {
 	for _, place := range []string{"flanders-31UES", "flanders-31UDS", "slovenia-eolearn"} {
 		for _, f := range realFields(t, place, 32631) {

@@ -22,9 +22,11 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -593,6 +595,56 @@ func TestBrowserDemo(t *testing.T) {
 		assert.Contains(t, msgs, "invalid, expired or revoked token")
 		assert.Equal(t, 1, evalInt(ctx, t, `document.querySelectorAll("#messages .message").length`), "said once: %s", msgs)
 	})
+
+	step("a field name is text, never HTML: list, title, map tooltip", func(t *testing.T) {
+		const evil = `<b id="pwn">INJECTED</b><a href="https://evil.example/">click</a><img id="pwn-img" src="x">`
+		registerField(t, srv, evil, orb.Polygon{{{4.0600, 50.7400}, {4.0612, 50.7400}, {4.0612, 50.7407}, {4.0600, 50.7407}, {4.0600, 50.7400}}})
+		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.base+"/#token="+srv.token)))
+		waitJS(ctx, t, "17 fields", idle+` && document.querySelectorAll("#fields-list button").length === 17`)
+		jsEvil := strconv.Quote(evil)
+		run(ctx, t, `[...document.querySelectorAll("#fields-list button")].find(b => b.dataset.field === `+jsEvil+`).click()`)
+		waitJS(ctx, t, "the field selected", idle+` && document.querySelector("#field-title").textContent === "Field " + `+jsEvil)
+
+		// Hover the selected outline's west edge (a selected outline has no
+		// fill): Leaflet opens its sticky tooltip.
+		waitJS(ctx, t, "the map settled on the field", `(() => {
+			const m = document.querySelector("#map"), p = m.querySelector("path.field-outline.selected");
+			p.scrollIntoView({block: "center"}); // messages above the map may push it below the fold
+			const r = p.getBoundingClientRect(), b = m.getBoundingClientRect();
+			const k = [r.left, r.top, r.width, r.height].join(), same = window.lastOutlineRect === k;
+			window.lastOutlineRect = k;
+			return same && !m.classList.contains("leaflet-zoom-anim") && r.width > 10 && r.left > b.left && r.right < b.right && r.top > b.top && r.bottom < b.bottom && r.top >= 0 && r.bottom <= innerHeight;
+		})()`)
+		type point struct{ X, Y float64 }
+		c := eval[point](ctx, t, `(() => { const r = document.querySelector("#map path.field-outline.selected").getBoundingClientRect(); return {X: r.left, Y: r.top + r.height / 2}; })()`)
+		require.NoError(t, chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, c.X-20, c.Y), chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, c.X, c.Y)))
+		require.True(t, eval[bool](ctx, t, fmt.Sprintf(`document.elementFromPoint(%f, %f).matches("path.field-outline.selected")`, c.X, c.Y)), "the pointer is on the outline")
+		waitJS(ctx, t, "the outline's tooltip", `document.querySelector(".leaflet-tooltip:not(.zone-label)") !== null`)
+		assert.Equal(t, evil, evalString(ctx, t, `document.querySelector(".leaflet-tooltip:not(.zone-label)").textContent`), "the tooltip shows the name as typed")
+
+		assert.Equal(t, 0, evalInt(ctx, t, `document.querySelectorAll("#pwn, #pwn-img, a[href='https://evil.example/']").length`), "no injected element in the page")
+		assert.Equal(t, 0, evalInt(ctx, t, `document.querySelectorAll(".leaflet-tooltip b, .leaflet-tooltip a, .leaflet-tooltip img, #fields-list b, #field-title b").length`))
+		assert.Equal(t, evil, evalString(ctx, t, `[...document.querySelectorAll("#fields-list button .name")].find(e => e.textContent.startsWith("<b")).textContent`))
+		assert.Equal(t, evil+" · cropkit viewer", evalString(ctx, t, `document.title`))
+	})
+}
+
+// registerField registers a field of the admin account through the API
+// (not the page), with NDVI.
+func registerField(t *testing.T, srv demoServer, name string, p orb.Polygon) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"field_name": name, "label": []string{"ndvi"},
+		"geojson": map[string]any{"type": "Feature", "properties": map[string]any{}, "geometry": map[string]any{"type": "Polygon", "coordinates": p}}})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, srv.base+"/fields/register", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "register %q: %s", name, msg)
 }
 
 // usableDates asks the API (not the page) for a field's dates of an index.

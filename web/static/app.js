@@ -122,6 +122,15 @@ function showMessage(text, kind = "error") {
   box.append(p);
 }
 
+// textElement is a span holding text as text: Leaflet inserts a string
+// tooltip or popup with innerHTML, so user-controlled strings (field names)
+// reach it only this way.
+function textElement(text) {
+  const e = document.createElement("span");
+  e.textContent = text;
+  return e;
+}
+
 function clearMessages() {
   $("#messages").replaceChildren();
 }
@@ -234,7 +243,7 @@ function drawOutlines() {
   const all = [];
   for (const f of state.fields) {
     const layer = L.geoJSON(f.geometry, { style: () => outlineStyle(false) });
-    layer.bindTooltip(f.field_name, { sticky: true });
+    layer.bindTooltip(textElement(f.field_name), { sticky: true });
     layer.on("click", () => selectField(f.field_name));
     layer.addTo(map);
     state.outlines.set(f.field_name, layer);
@@ -650,7 +659,7 @@ async function drawZones() {
     state.zonesLayer = L.geoJSON(col, {
       style: (ft) => ({ color: "#1b1b1b", weight: 1, fillColor: doseColor(ft.properties.DOSE, lo, hi), fillOpacity: 0.75, className: "zone-polygon" }),
       onEachFeature: (ft, layer) => {
-        layer.bindTooltip(`${fmt(ft.properties.DOSE)} ${unit}`, { permanent: true, direction: "center", className: "zone-label" });
+        layer.bindTooltip(textElement(`${fmt(ft.properties.DOSE)} ${unit}`), { permanent: true, direction: "center", className: "zone-label" });
       },
     }).addTo(map);
     state.zonesQuery = params;

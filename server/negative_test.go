@@ -109,7 +109,7 @@ func TestNegative(t *testing.T) {
 	bowtie := map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.08, 50.76}, {4.08, 50.74}, {4.06, 50.75}, {4.06, 50.74}}}}
 	open := map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.75}}}}
 	three := map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.74}, {4.06, 50.74}}}}
-	huge := polygonJSON(-170, -80, 170, 80)
+	huge := polygonJSON(-80, -80, 80, 80)
 	swapped := polygonJSON(50.74, 4.06, 50.75, 95.0)
 	a1Value := "/fields/value?field_name=a1&index=ndvi"
 	big := `{"field_name":"x","geometry":{"type":"Polygon","coordinates":[[` + strings.Repeat("[4.06,50.74],", 8000) + `[4.06,50.74]]]}}`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/cropkit/cropkit/metadata"
@@ -30,11 +31,8 @@ func typedMetadataValue(key string, v json.RawMessage) json.RawMessage {
 	text = strings.TrimSpace(text)
 	switch key {
 	case "is_cover_crop", "is_tilled":
-		switch strings.ToLower(text) {
-		case "true":
-			return json.RawMessage("true")
-		case "false":
-			return json.RawMessage("false")
+		if b, err := parseBool(text); err == nil {
+			return json.RawMessage(strconv.FormatBool(b))
 		}
 	case "yield_amount":
 		var n json.Number

@@ -238,8 +238,9 @@ func roundTo(v float64, decimals int) float64 {
 	return math.Round(v*p) / p
 }
 
-// boolean returns a parameter given as JSON true/false or the strings
-// true/false/1/0 (forms and query strings).
+// boolean returns a parameter given as JSON true/false or as a string that
+// parseBool accepts (forms and query strings). Anything else is a 400: a
+// lenient "not true means false" turned all=yes into the opposite request.
 func (p params) boolean(name string) (bool, bool, error) {
 	v, ok := p[name]
 	if !ok || isNull(v) {
@@ -251,13 +252,29 @@ func (p params) boolean(name string) (bool, bool, error) {
 	}
 	s, _, err := p.str(name)
 	if err != nil {
-		return false, false, err
+		return false, false, badRequest("parameter %s must be true or false", name)
 	}
+	if strings.TrimSpace(s) == "" {
+		return false, false, nil // all= is the same as no all
+	}
+	b, err = parseBool(s)
+	if err != nil {
+		return false, false, badRequest("parameter %s must be true or false, got %q", name, s)
+	}
+	return b, true, nil
+}
+
+// errNotBool is parseBool's error for a value that is not a boolean.
+var errNotBool = errors.New("not a boolean")
+
+// parseBool is the one reading of a boolean's text for every parameter:
+// true/false or 1/0, case-insensitive, surrounding space ignored.
+func parseBool(s string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "true", "1":
-		return true, true, nil
-	case "false", "0", "":
-		return false, true, nil
+		return true, nil
+	case "false", "0":
+		return false, nil
 	}
-	return false, false, badRequest("parameter %s must be true or false, got %q", name, s)
+	return false, fmt.Errorf("%q: %w", s, errNotBool)
 }

@@ -30,10 +30,17 @@ type params map[string]json.RawMessage
 // before the caller is authenticated when its token is in the header or query.
 func readParams(r *http.Request, limit int64) (params, error) {
 	p := params{}
+	var conflict error
 	for k, v := range r.URL.Query() {
 		if len(v) > 0 {
 			p[k] = quote(v[0])
 		}
+		if conflict == nil {
+			conflict = sameValues(k, v)
+		}
+	}
+	if conflict != nil {
+		return p, conflict
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return p, nil
@@ -49,6 +56,9 @@ func readParams(r *http.Request, limit int64) (params, error) {
 			if len(v) > 0 {
 				p[k] = quote(v[0])
 			}
+			if err := sameValues(k, v); err != nil {
+				return p, err
+			}
 		}
 		return p, nil
 	case "multipart/form-data":
@@ -58,6 +68,9 @@ func readParams(r *http.Request, limit int64) (params, error) {
 		for k, v := range r.MultipartForm.Value {
 			if len(v) > 0 {
 				p[k] = quote(v[0])
+			}
+			if err := sameValues(k, v); err != nil {
+				return p, err
 			}
 		}
 		return p, nil
@@ -82,6 +95,18 @@ func readParams(r *http.Request, limit int64) (params, error) {
 		p[k] = v
 	}
 	return p, nil
+}
+
+// sameValues refuses a parameter repeated with different values (?id=6&id=7):
+// taking the first silently answered a request the client did not make. A
+// repeat of the same value is harmless.
+func sameValues(name string, values []string) error {
+	for _, v := range values[min(1, len(values)):] {
+		if v != values[0] {
+			return badRequest("parameter %s given more than once with different values (%q, %q)", name, values[0], v)
+		}
+	}
+	return nil
 }
 
 func bodyError(what string, err error) error {

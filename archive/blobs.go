@@ -86,13 +86,14 @@ func (d DirBlobs) Put(ctx context.Context, key string, data []byte) error {
 // exists the directory is not empty and stays.
 func createTemp(dir, pattern string) (*os.File, error) {
 	var err error
-	for range 5 {
-		if err = os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		var f *os.File
-		if f, err = os.CreateTemp(dir, pattern); err == nil {
-			return f, nil
+	for range 10 {
+		// MkdirAll itself fails so when a parent it just made is removed
+		// before it makes the next level.
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			var f *os.File
+			if f, err = os.CreateTemp(dir, pattern); err == nil {
+				return f, nil
+			}
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err

@@ -210,6 +210,13 @@ func (a *Archive) UpdateField(ctx context.Context, u User, in FieldInput) (Field
 		}
 	}
 	a.step("update:before-commit")
+	if newOutline {
+		// Uploads of this field wait for the change and its cleanup, then
+		// store for the new outline (SaveUpload).
+		l := a.outlineLock(f.ID)
+		l.Lock()
+		defer l.Unlock()
+	}
 	updated, dropped, err := a.store.UpdateField(ctx, f, newOutline)
 	if errors.Is(err, ErrNotFound) {
 		return Field{}, FieldNotFound(f.Name) // deleted since it was read

@@ -49,28 +49,47 @@ func (a *Archive) SaveUpload(ctx context.Context, f Field, up Upload) (Field, er
 	if err != nil {
 		return Field{}, err
 	}
+	l := a.outlineLock(f.ID)
 	for range 4 {
-		key := uploadKey(f, up.Name)
-		if err := a.blobs.Put(ctx, key, data); err != nil {
-			return Field{}, err
+		// Under the read lock no outline change of this process commits:
+		// the version read first is still the field's after the Put.
+		l.RLock()
+		stored, done, err := a.saveUploadOnce(ctx, f.ID, up.Name, data)
+		l.RUnlock()
+		if err != nil || done {
+			return stored, err
 		}
-		cur, err := a.store.FieldByID(ctx, f.ID)
-		if errors.Is(err, ErrNotFound) {
-			a.deleteBlobs(ctx, []string{key})
-			return Field{}, ErrFieldChanged
-		}
-		if err != nil {
-			return Field{}, err
-		}
-		if cur.Version == f.Version {
-			return f, nil
-		}
-		// Reshaped meanwhile: this copy is under the old outline (the
-		// update's cleanup may have run before the Put); store it again.
-		a.deleteBlobs(ctx, []string{key})
-		f.Version = cur.Version
 	}
 	return Field{}, errorf(ErrConflict, "field %q: its outline kept changing during the upload; send it again", f.Name)
+}
+
+// saveUploadOnce stores data for the field's current outline; done is false
+// when the outline changed (in another process) between the write and the
+// check, the write then removed.
+func (a *Archive) saveUploadOnce(ctx context.Context, id int64, name string, data []byte) (stored Field, done bool, err error) {
+	cur, err := a.store.FieldByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Field{}, true, ErrFieldChanged
+	}
+	if err != nil {
+		return Field{}, true, err
+	}
+	key := uploadKey(cur, name)
+	if err := a.blobs.Put(ctx, key, data); err != nil {
+		return Field{}, true, err
+	}
+	after, err := a.store.FieldByID(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		a.deleteBlobs(ctx, []string{key})
+		return Field{}, true, ErrFieldChanged
+	case err != nil:
+		return Field{}, true, err
+	case after.Version != cur.Version:
+		a.deleteBlobs(ctx, []string{key})
+		return Field{}, false, nil
+	}
+	return after, true, nil
 }
 
 // zipUpload is an upload's stored form: one zip of its files (by name),

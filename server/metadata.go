@@ -57,6 +57,12 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return fmt.Errorf("metadata body: %w", err)
 	}
+	if len(body) > metadata.MaxBodyBytes {
+		// Only with a --max-body above metadata's limit: the same answer as
+		// any body over its limit.
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("field metadata: body larger than %d bytes", metadata.MaxBodyBytes)}
+	}
 	rec, err := metadata.Decode(bytes.NewReader(body))
 	var verr *metadata.ValidationError
 	if errors.As(err, &verr) {

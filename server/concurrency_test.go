@@ -59,7 +59,7 @@ func jsonBody(t *testing.T, v any) []byte {
 	return b
 }
 
-// QA (conc5.py update): two uploads looping while the outline toggles
+// QA (uploads during outline updates): two uploads looping while the outline toggles
 // between a ring and another: 22 of 291 uploads answered 500 (the outline
 // change's cleanup removed the in-flight upload's temporary file) and 9 a
 // 404 although the field existed throughout. Every upload must succeed.
@@ -140,7 +140,7 @@ func TestUploadDuringOutlineUpdate(t *testing.T) {
 	}
 }
 
-// QA (conc5.py delete): metadata registered while the field is deleted and
+// QA (metadata during delete and re-register): metadata registered while the field is deleted and
 // registered again answered 500 (FOREIGN KEY constraint failed); QA
 // (16 threads of register+delete): registration answered 404 "field 151:
 // not found" for a field it had created. Only 201/200/404 "field … not

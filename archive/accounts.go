@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/text/unicode/norm"
 )
 
 // validName reports whether a user or field name is acceptable: non-empty,
@@ -21,11 +23,34 @@ func validName(name string, max int) bool {
 		return false
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// FieldName is the one spelling of a field name, applied wherever a name
+// comes in (registration, update, every lookup): surrounding white space
+// trimmed and Unicode NFC. Without it "UDS-01 " and "UDS-01", or an NFD and
+// an NFC "é", were different fields that look the same.
+func FieldName(name string) string {
+	return norm.NFC.String(strings.TrimSpace(name))
+}
+
+// checkFieldName refuses a (canonical) field name that cannot be a path
+// segment of the routes that carry it (/fields/check/{name}): "." and ".."
+// (clients and proxies resolve them away) and names holding a "/".
+func checkFieldName(name string, max int) error {
+	switch {
+	case !validName(name, max):
+		return Invalid("field_name must be 1 to %d bytes without control characters", max)
+	case name == "." || name == "..":
+		return Invalid("field_name %q is not a name: . and .. are refused", name)
+	case strings.Contains(name, "/"):
+		return Invalid("field_name %q contains a /", name)
+	}
+	return nil
 }
 
 // CreateUser adds an account (ErrExists when the name is taken). Unknown

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/cropkit/cropkit/colormap"
@@ -85,6 +86,16 @@ type Archive struct {
 	logins    chan struct{} // bcrypt slots
 	// closeBlobs is closed with the store when OpenURL opened it.
 	closeBlobs Blobs
+	// outlines orders, within this process, an upload's write and version
+	// check against an outline change of the same field (striped by field
+	// id): without it a field reshaped in a loop could starve an upload.
+	// Other processes still meet the version check and retry of SaveUpload.
+	outlines [64]sync.RWMutex
+}
+
+// outlineLock is the stripe of outlines for field id.
+func (a *Archive) outlineLock(id int64) *sync.RWMutex {
+	return &a.outlines[uint64(id)%uint64(len(a.outlines))]
 }
 
 // New returns an archive over cfg.Store and cfg.Blobs.

@@ -211,6 +211,8 @@ func TestClosestDate(t *testing.T) {
 		want int
 	}{
 		{"", 2}, {"2019-04-21", 1}, {"2019-04-11", 0}, {"2019-04-12", 1}, {"2018-01-01", 0}, {"2020-01-01", 2}, {"2019-05-03", 1}, {"2019-05-04", 2},
+		// Beyond a time.Duration's ±292 years: still the latest / the earliest.
+		{"2311-06-01", 2}, {"2312-01-01", 2}, {"9999-12-31", 2}, {"0001-01-01", 0}, {"1500-06-01", 0},
 	} {
 		assert.Equal(t, tc.want, ClosestDate(ps, tc.date), tc.date)
 	}

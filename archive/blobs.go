@@ -57,10 +57,7 @@ func (d DirBlobs) Put(ctx context.Context, key string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), tempMark+filepath.Base(p)+"*")
+	f, err := createTemp(filepath.Dir(p), tempMark+filepath.Base(p)+"*")
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
@@ -80,6 +77,29 @@ func (d DirBlobs) Put(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
+}
+
+// createTemp creates a temporary file in dir, creating dir first. A
+// concurrent Delete removes the directories it leaves empty, so dir can
+// vanish between MkdirAll and CreateTemp: that is retried (a few times; a
+// directory that keeps vanishing is an error). Once the temporary file
+// exists the directory is not empty and stays.
+func createTemp(dir, pattern string) (*os.File, error) {
+	var err error
+	for range 10 {
+		// MkdirAll itself fails so when a parent it just made is removed
+		// before it makes the next level.
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			var f *os.File
+			if f, err = os.CreateTemp(dir, pattern); err == nil {
+				return f, nil
+			}
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, err
 }
 
 // Get reads the key's file.

@@ -32,6 +32,9 @@ var (
 	ErrBusy = errors.New("busy")
 	// ErrRateLimited: too many attempts; retry after Error.RetryAfter.
 	ErrRateLimited = errors.New("rate limited")
+	// ErrConflict: the request conflicts with concurrent changes of the
+	// same resource; sending it again may succeed.
+	ErrConflict = errors.New("conflict")
 	// ErrFieldChanged: the field was deleted, or its outline replaced, while
 	// an ingestion processed it; nothing was recorded for it.
 	ErrFieldChanged = errors.New("field deleted or its outline changed during ingestion")

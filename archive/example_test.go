@@ -22,3 +22,16 @@ func ExampleArchive_Ingest() {
 	}
 	fmt.Printf("%s: %d fields, %d usable images\n", res.Date, res.Fields, res.Usable)
 }
+
+// Field names have one spelling: trimmed and in Unicode NFC, so every
+// spelling below names the same field.
+func ExampleFieldName() {
+	for _, name := range []string{"UDS-01", " UDS-01\t", "cafe\u0301", "caf\u00e9 "} {
+		fmt.Printf("%q\n", archive.FieldName(name))
+	}
+	// Output:
+	// "UDS-01"
+	// "UDS-01"
+	// "café"
+	// "café"
+}

@@ -114,8 +114,9 @@ func (a *Archive) checkAttributes(in FieldInput) error {
 
 // RegisterField registers a new field of u.
 func (a *Archive) RegisterField(ctx context.Context, u User, in FieldInput) (Field, error) {
-	if !validName(in.Name, a.limits.NameBytes) {
-		return Field{}, Invalid("field_name must be 1 to %d bytes without control characters", a.limits.NameBytes)
+	in.Name = FieldName(in.Name)
+	if err := checkFieldName(in.Name, a.limits.NameBytes); err != nil {
+		return Field{}, err
 	}
 	if in.Geometry == nil {
 		return Field{}, Invalid("missing required parameter geometry (GeoJSON Polygon, MultiPolygon or Feature in EPSG:4326)")
@@ -149,6 +150,7 @@ func (a *Archive) RegisterField(ctx context.Context, u User, in FieldInput) (Fie
 
 // Field returns u's field name, with its outline when withGeometry.
 func (a *Archive) Field(ctx context.Context, u User, name string, withGeometry bool) (Field, error) {
+	name = FieldName(name)
 	load := a.store.FieldByName
 	if !withGeometry {
 		load = a.store.FieldSummary
@@ -208,6 +210,13 @@ func (a *Archive) UpdateField(ctx context.Context, u User, in FieldInput) (Field
 		}
 	}
 	a.step("update:before-commit")
+	if newOutline {
+		// Uploads of this field wait for the change and its cleanup, then
+		// store for the new outline (SaveUpload).
+		l := a.outlineLock(f.ID)
+		l.Lock()
+		defer l.Unlock()
+	}
 	updated, dropped, err := a.store.UpdateField(ctx, f, newOutline)
 	if errors.Is(err, ErrNotFound) {
 		return Field{}, FieldNotFound(f.Name) // deleted since it was read
@@ -223,11 +232,56 @@ func (a *Archive) UpdateField(ctx context.Context, u User, in FieldInput) (Field
 	return updated, nil
 }
 
-// sameGeometry compares two parsed (normalized) outlines as stored.
+// sameGeometry compares two parsed outlines as point sets of rings: a ring
+// and its reverse, or the same ring from another starting vertex, are the
+// same outline (README: sending the current outline again changes nothing),
+// so each ring is put in a canonical form before the stored encodings are
+// compared.
 func sameGeometry(a, b orb.MultiPolygon) bool {
-	ea, err1 := EncodeGeometry(a)
-	eb, err2 := EncodeGeometry(b)
+	ea, err1 := EncodeGeometry(canonicalOutline(a))
+	eb, err2 := EncodeGeometry(canonicalOutline(b))
 	return err1 == nil && err2 == nil && ea == eb
+}
+
+// canonicalOutline is a copy of mp with every ring starting at its smallest
+// vertex (by lon, then lat) and running in the direction whose second vertex
+// is the smaller: one spelling per ring whatever its orientation and start.
+func canonicalOutline(mp orb.MultiPolygon) orb.MultiPolygon {
+	out := make(orb.MultiPolygon, len(mp))
+	for i, poly := range mp {
+		out[i] = make(orb.Polygon, len(poly))
+		for j, ring := range poly {
+			out[i][j] = canonicalRing(ring)
+		}
+	}
+	return out
+}
+
+func canonicalRing(ring orb.Ring) orb.Ring {
+	pts := []orb.Point(ring)
+	if len(pts) > 1 && pts[0] == pts[len(pts)-1] {
+		pts = pts[:len(pts)-1] // the closing vertex repeats the first
+	}
+	n := len(pts)
+	if n < 3 {
+		return slices.Clone(ring)
+	}
+	less := func(p, q orb.Point) bool { return p[0] < q[0] || (p[0] == q[0] && p[1] < q[1]) }
+	start := 0
+	for i, p := range pts {
+		if less(p, pts[start]) {
+			start = i
+		}
+	}
+	step := 1
+	if less(pts[(start-1+n)%n], pts[(start+1)%n]) {
+		step = -1
+	}
+	out := make(orb.Ring, 0, n+1)
+	for k := range n {
+		out = append(out, pts[((start+step*k)%n+n)%n])
+	}
+	return append(out, out[0])
 }
 
 // DeleteField deletes u's field with its seasons and products (rows first,
@@ -268,6 +322,9 @@ func (a *Archive) RegisterSeason(ctx context.Context, u User, rec metadata.Recor
 		count = len(seasons)
 		return encodeSeasons(seasons)
 	})
+	if errors.Is(err, ErrNotFound) {
+		return Field{}, false, 0, FieldNotFound(f.Name) // deleted since it was read
+	}
 	return f, replaced, count, err
 }
 

@@ -169,6 +169,8 @@ func pgError(what string, err error) error {
 		switch pe.Code {
 		case "40001", "40P01", "55P03", "57014", "53300":
 			return fmt.Errorf("%s: %w: %w", what, ErrBusy, err)
+		case "23503": // foreign_key_violation: the referred field was deleted meanwhile
+			return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)

@@ -85,18 +85,25 @@ func (a *Archive) Products(ctx context.Context, f Field, q ProductQuery) ([]Prod
 
 // ClosestDate is the index in ps (sorted by date) of date, else of the
 // closest date with ties to the earlier; the last when date is empty.
+//
+// Distances are civil days, not time.Duration: a Duration holds only ±292
+// years, so a far-future date (9999-12-31) overflowed and looked closest to
+// the earliest image.
 func ClosestDate(ps []Product, date string) int {
 	if date == "" {
 		return len(ps) - 1
 	}
-	want, _ := time.Parse(time.DateOnly, date)
-	best, bestDist := 0, time.Duration(math.MaxInt64)
+	want, err := civilDay(date)
+	if err != nil {
+		return len(ps) - 1
+	}
+	best, bestDist := 0, int64(math.MaxInt64)
 	for i, p := range ps {
-		d, err := time.Parse(time.DateOnly, p.Date)
+		d, err := civilDay(p.Date)
 		if err != nil {
 			continue
 		}
-		dist := d.Sub(want)
+		dist := d - want
 		if dist < 0 {
 			dist = -dist
 		}
@@ -105,6 +112,15 @@ func ClosestDate(ps []Product, date string) int {
 		}
 	}
 	return best
+}
+
+// civilDay is the number of days from 1970-01-01 to a YYYY-MM-DD date.
+func civilDay(date string) (int64, error) {
+	t, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return 0, fmt.Errorf("date %q: %w", date, err)
+	}
+	return t.Unix() / 86400, nil
 }
 
 // meanVariation is the percent change of p's mean versus prev's

@@ -350,10 +350,18 @@ func (s *rowStore) InsertField(ctx context.Context, f Field, maxPerUser int) (Fi
 	if err != nil {
 		return Field{}, s.d.wrap(what, err)
 	}
+	// Read the row back inside the transaction: read after the commit, a
+	// concurrent delete could remove it first, and a registration that
+	// committed answered 404 with the internal id.
+	inserted, err := s.oneField(tx.QueryRowContext(ctx, s.q(
+		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.id = ?`), id), strconv.Quote(f.Name))
+	if err != nil {
+		return Field{}, fmt.Errorf("%s: read back: %w", what, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return Field{}, s.d.wrap(what, err)
 	}
-	return s.FieldByID(ctx, id)
+	return inserted, nil
 }
 
 func (s *rowStore) UpdateField(ctx context.Context, f Field, newOutline bool) (Field, []string, error) {

@@ -79,6 +79,11 @@ func dbError(what string, err error) error {
 	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
 		return fmt.Errorf("%s: %w: %w", what, ErrBusy, err)
 	}
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+		// A row referring to a field (season, product, upload) whose field
+		// was deleted meanwhile: the field is not found, not a server fault.
+		return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
+	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 

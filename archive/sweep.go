@@ -62,14 +62,20 @@ func (a *Archive) deletePrefix(ctx context.Context, prefix string, keep func(Blo
 	return len(keys)
 }
 
+// deleteFieldBlobs and deleteUploadsBefore leave temporary files alone:
+// they belong to writes in flight (an upload, an ingestion), and removing
+// one made that write's rename fail (a 500). Such a writer finds the field
+// gone or reshaped after its Put and removes what it wrote; Sweep collects
+// the temporary files a crash leaves, once older than the grace period.
 func (a *Archive) deleteFieldBlobs(ctx context.Context, fieldID int64) {
-	a.deletePrefix(ctx, fmt.Sprintf("products/%d/", fieldID), nil)
-	a.deletePrefix(ctx, uploadsPrefix(fieldID), nil)
+	keepTemp := func(b BlobInfo) bool { return b.Temp }
+	a.deletePrefix(ctx, fmt.Sprintf("products/%d/", fieldID), keepTemp)
+	a.deletePrefix(ctx, uploadsPrefix(fieldID), keepTemp)
 }
 
 func (a *Archive) deleteUploadsBefore(ctx context.Context, fieldID, version int64) {
 	keep := uploadsVersionPrefix(fieldID, version)
-	a.deletePrefix(ctx, uploadsPrefix(fieldID), func(b BlobInfo) bool { return strings.HasPrefix(b.Key, keep) })
+	a.deletePrefix(ctx, uploadsPrefix(fieldID), func(b BlobInfo) bool { return b.Temp || strings.HasPrefix(b.Key, keep) })
 }
 
 // Sweep removes what a crash can leave behind: temporary files, bundles no

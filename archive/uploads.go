@@ -37,9 +37,64 @@ func uploadKey(f Field, name string) string {
 }
 
 // SaveUpload stores a field's upload (one zip blob, atomically), replacing
-// an earlier upload of the same name. The caller validates the files. A
-// field deleted or reshaped meanwhile gets nothing (ErrFieldChanged).
-func (a *Archive) SaveUpload(ctx context.Context, f Field, up Upload) error {
+// an earlier upload of the same name, and returns the field as stored for
+// (its outline version). The caller validates the files.
+//
+// An outline change racing the upload is not the caller's fault: the upload
+// is then stored for the new outline, as if it had arrived just after the
+// change (a few times; an outline that keeps changing is ErrConflict). A
+// field deleted meanwhile gets nothing (ErrFieldChanged).
+func (a *Archive) SaveUpload(ctx context.Context, f Field, up Upload) (Field, error) {
+	data, err := zipUpload(up)
+	if err != nil {
+		return Field{}, err
+	}
+	l := a.outlineLock(f.ID)
+	for range 4 {
+		// Under the read lock no outline change of this process commits:
+		// the version read first is still the field's after the Put.
+		l.RLock()
+		stored, done, err := a.saveUploadOnce(ctx, f.ID, up.Name, data)
+		l.RUnlock()
+		if err != nil || done {
+			return stored, err
+		}
+	}
+	return Field{}, errorf(ErrConflict, "field %q: its outline kept changing during the upload; send it again", f.Name)
+}
+
+// saveUploadOnce stores data for the field's current outline; done is false
+// when the outline changed (in another process) between the write and the
+// check, the write then removed.
+func (a *Archive) saveUploadOnce(ctx context.Context, id int64, name string, data []byte) (stored Field, done bool, err error) {
+	cur, err := a.store.FieldByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Field{}, true, ErrFieldChanged
+	}
+	if err != nil {
+		return Field{}, true, err
+	}
+	key := uploadKey(cur, name)
+	if err := a.blobs.Put(ctx, key, data); err != nil {
+		return Field{}, true, err
+	}
+	after, err := a.store.FieldByID(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		a.deleteBlobs(ctx, []string{key})
+		return Field{}, true, ErrFieldChanged
+	case err != nil:
+		return Field{}, true, err
+	case after.Version != cur.Version:
+		a.deleteBlobs(ctx, []string{key})
+		return Field{}, false, nil
+	}
+	return after, true, nil
+}
+
+// zipUpload is an upload's stored form: one zip of its files (by name),
+// its name as the zip's comment.
+func zipUpload(up Upload) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	names := make([]string, 0, len(up.Files))
@@ -54,28 +109,19 @@ func (a *Archive) SaveUpload(ctx context.Context, f Field, up Upload) error {
 	for _, n := range names {
 		w, err := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Deflate, Modified: mod})
 		if err != nil {
-			return fmt.Errorf("store upload %s: %w", up.Name, err)
+			return nil, fmt.Errorf("store upload %s: %w", up.Name, err)
 		}
 		if _, err := w.Write(up.Files[n]); err != nil {
-			return fmt.Errorf("store upload %s: %w", up.Name, err)
+			return nil, fmt.Errorf("store upload %s: %w", up.Name, err)
 		}
 	}
 	if err := zw.SetComment(up.Name); err != nil {
-		return fmt.Errorf("store upload %s: %w", up.Name, err)
+		return nil, fmt.Errorf("store upload %s: %w", up.Name, err)
 	}
 	if err := zw.Close(); err != nil {
-		return fmt.Errorf("store upload %s: %w", up.Name, err)
+		return nil, fmt.Errorf("store upload %s: %w", up.Name, err)
 	}
-	key := uploadKey(f, up.Name)
-	if err := a.blobs.Put(ctx, key, buf.Bytes()); err != nil {
-		return err
-	}
-	cur, err := a.store.FieldByID(ctx, f.ID)
-	if errors.Is(err, ErrNotFound) || (err == nil && cur.Version != f.Version) {
-		a.deleteBlobs(ctx, []string{key})
-		return ErrFieldChanged
-	}
-	return err
+	return buf.Bytes(), nil
 }
 
 // Upload returns field f's upload called name (case-insensitive), or ErrNotFound.

@@ -51,8 +51,10 @@ import (
 
 // Limits on one record.
 const (
-	// MaxBodyBytes is the largest JSON body Decode reads.
-	MaxBodyBytes = 64 << 10
+	// MaxBodyBytes is the largest JSON body Decode reads: the server's
+	// request body limit (1 MiB), so a body the server accepts is judged
+	// by its content, not refused again by a smaller size rule.
+	MaxBodyBytes = 1 << 20
 	// MaxTextLen is the longest accepted string value, in bytes.
 	MaxTextLen = 256
 )

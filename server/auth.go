@@ -115,9 +115,9 @@ func (s *Server) handleTokensRevoke(w http.ResponseWriter, r *http.Request, c *c
 		}
 		id = n
 	}
-	if all, ok, err := c.params.str("all"); err != nil {
+	if all, _, err := c.params.boolean("all"); err != nil {
 		return err
-	} else if ok && all == "true" {
+	} else if all {
 		id = 0
 	}
 	n, err := s.core.RevokeTokens(r.Context(), c.user, id)

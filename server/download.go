@@ -23,17 +23,38 @@ const (
 	kindZip  = "zip"
 )
 
-// downloadKind resolves {file_type} and ext: ext wins; neither means both files in a zip.
+// downloadKind resolves {file_type} and ext: either alone decides, both must
+// agree (a 400 naming both otherwise: ext=png on /json was silently a PNG);
+// neither means both files in a zip.
 func downloadKind(fileType, ext string) (string, error) {
-	switch strings.ToLower(ext) {
+	var byExt string
+	switch strings.ToLower(strings.TrimSpace(ext)) {
 	case "png":
-		return kindPNG, nil
+		byExt = kindPNG
 	case "json":
-		return kindJSON, nil
+		byExt = kindJSON
 	case "":
 	default:
 		return "", badRequest("ext must be png or json, got %q", ext)
 	}
+	if byExt == "" {
+		return fileKind(fileType)
+	}
+	if fileType == "" {
+		return byExt, nil
+	}
+	byPath, err := fileKind(fileType)
+	if err != nil {
+		return "", err
+	}
+	if byPath != byExt {
+		return "", badRequest("parameters file_type (%s, in the path) and ext (%s) disagree: give one", fileType, ext)
+	}
+	return byExt, nil
+}
+
+// fileKind is the kind the path's {file_type} names.
+func fileKind(fileType string) (string, error) {
 	switch strings.ToLower(fileType) {
 	case "image", "png":
 		return kindPNG, nil

@@ -234,12 +234,22 @@ func TestEndToEndRealTimeSeries(t *testing.T) {
 			g := lib["ndvi"][served].Grid
 			assert.Equal(t, g.Cols, img.Bounds().Dx())
 			assert.Equal(t, g.Rows, img.Bounds().Dy())
-			// ext overrides file_type; no service means ndvi.
+			// ext alone names the file; no service means ndvi. ext
+			// contradicting the path's file type is a 400 naming both.
 			r2 := do(t, h, "GET", "/download?"+q("date", "2019-06-25", "ext", "png"), tok, nil)
 			require.Equal(t, 200, r2.Status, "%s", r2.Body)
 			assert.Equal(t, r.Body, r2.Body)
 			r2 = do(t, h, "GET", "/download/ndvi/json?"+q("date", "2019-06-25", "ext", "png"), tok, nil)
+			assert.Equal(t, 400, r2.Status)
+			assert.Contains(t, string(r2.Body), "file_type")
+			assert.Contains(t, string(r2.Body), "ext")
+			r2 = do(t, h, "GET", "/download/ndvi/image?"+q("date", "2019-06-25", "ext", "png"), tok, nil)
 			assert.Equal(t, "image/png", r2.Header.Get("Content-Type"))
+			// A far-future date is closest to the latest image (a Duration
+			// overflow served the earliest).
+			r2 = do(t, h, "GET", "/download/ndvi/json?"+q("date", "9999-12-31"), tok, nil)
+			require.Equal(t, 200, r2.Status, "%s", r2.Body)
+			assert.Equal(t, usable[len(usable)-1], r2.Header.Get("X-Image-Date"))
 
 			// Zip of both files.
 			r = do(t, h, "POST", "/download/ndvi?"+q("date", "2019-06-20"), tok, nil)

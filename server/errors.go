@@ -106,6 +106,7 @@ var kindStatus = []struct {
 	{archive.ErrNoImagery, http.StatusNotFound, CodeNoImagery},
 	{archive.ErrNotFound, http.StatusNotFound, CodeNotFound},
 	{archive.ErrExists, http.StatusConflict, CodeConflict},
+	{archive.ErrConflict, http.StatusConflict, CodeConflict},
 	{archive.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
 	{archive.ErrBusy, http.StatusServiceUnavailable, CodeUnavailable},
 }

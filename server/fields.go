@@ -143,7 +143,7 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 		return err
 	}
 	fj := toFieldJSON(f)
-	return writeJSON(w, http.StatusCreated, fieldResponse{Message: fmt.Sprintf("field %q registered", name), Field: fj, AreaHa: fj.AreaHa})
+	return writeJSON(w, http.StatusCreated, fieldResponse{Message: fmt.Sprintf("field %q registered", f.Name), Field: fj, AreaHa: fj.AreaHa})
 }
 
 // field loads the caller's field named by the field_name parameter

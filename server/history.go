@@ -23,15 +23,9 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	var indices []string
-	for _, key := range []string{"index", "indices"} {
-		l, ok, err := c.params.list(key)
-		if err != nil {
-			return err
-		}
-		if ok {
-			indices = append(indices, l...)
-		}
+	indices, err := agreeingLists(c.params, "index", "indices")
+	if err != nil {
+		return err
 	}
 	from, to, err := dateRange(c.params)
 	if err != nil {
@@ -68,9 +62,9 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 			if row.PreviousDate != nil {
 				prev = *row.PreviousDate
 			}
-			cw.Write([]string{f.Name, ix, row.Date, num(row.Mean), num(row.Median), num(row.Std), num(row.Min), num(row.Max),
+			cw.Write([]string{csvText(f.Name), csvText(ix), csvText(row.Date), num(row.Mean), num(row.Median), num(row.Std), num(row.Min), num(row.Max),
 				num(row.P25), num(row.P75), strconv.Itoa(row.Num), strconv.Itoa(row.FieldPixels), num(row.CloudCover),
-				num(row.MeanVariation), prev, row.Scene})
+				num(row.MeanVariation), csvText(prev), csvText(row.Scene)})
 		}
 	}
 	cw.Flush()
@@ -79,4 +73,42 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	return writeFile(w, buf.Bytes(), safeFileName(f.Name)+"_history.csv", "")
+}
+
+// csvText defuses a text cell a spreadsheet would run as a formula (OWASP's
+// CSV injection rule): a leading =, +, -, @, tab or carriage return gets a
+// ' in front. Only text cells go through it: numbers, negative ones
+// included, stay numbers.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// agreeingLists is the list given by one or both of two synonymous
+// parameters (index= and indices=): both given must name the same set, else a
+// 400 naming both (no silent choice of one).
+func agreeingLists(p params, a, b string) ([]string, error) {
+	la, okA, err := p.list(a)
+	if err != nil {
+		return nil, err
+	}
+	lb, okB, err := p.list(b)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !okA:
+		return lb, nil
+	case !okB:
+		return la, nil
+	}
+	sa, sb := slices.Clone(la), slices.Clone(lb)
+	slices.Sort(sa)
+	slices.Sort(sb)
+	if !slices.Equal(slices.Compact(sa), slices.Compact(sb)) {
+		return nil, badRequest("parameters %s (%s) and %s (%s) disagree: give one", a, strings.Join(la, ","), b, strings.Join(lb, ","))
+	}
+	return la, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/cropkit/cropkit/metadata"
@@ -30,11 +31,8 @@ func typedMetadataValue(key string, v json.RawMessage) json.RawMessage {
 	text = strings.TrimSpace(text)
 	switch key {
 	case "is_cover_crop", "is_tilled":
-		switch strings.ToLower(text) {
-		case "true":
-			return json.RawMessage("true")
-		case "false":
-			return json.RawMessage("false")
+		if b, err := parseBool(text); err == nil {
+			return json.RawMessage(strconv.FormatBool(b))
 		}
 	case "yield_amount":
 		var n json.Number
@@ -58,6 +56,12 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	body, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("metadata body: %w", err)
+	}
+	if len(body) > metadata.MaxBodyBytes {
+		// Only with a --max-body above metadata's limit: the same answer as
+		// any body over its limit.
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("field metadata: body larger than %d bytes", metadata.MaxBodyBytes)}
 	}
 	rec, err := metadata.Decode(bytes.NewReader(body))
 	var verr *metadata.ValidationError

@@ -32,13 +32,15 @@ func TestRecovererAnswers500AndLogs(t *testing.T) {
 
 func TestDownloadKind(t *testing.T) {
 	for _, tc := range []struct{ fileType, ext, want string }{
-		{"image", "", kindPNG}, {"json", "", kindJSON}, {"", "", kindZip}, {"json", "png", kindPNG}, {"image", "json", kindJSON}, {"", "PNG", kindPNG},
+		{"image", "", kindPNG}, {"json", "", kindJSON}, {"", "", kindZip}, {"json", "json", kindJSON}, {"image", "PNG", kindPNG}, {"png", "png", kindPNG}, {"", "PNG", kindPNG},
 	} {
 		got, err := downloadKind(tc.fileType, tc.ext)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, got, "%q %q", tc.fileType, tc.ext)
 	}
-	for _, tc := range [][2]string{{"pdf", ""}, {"", "gif"}} {
+	// The path's file type and ext disagreeing is a 400 too (QA: ext=png on
+	// /json answered a PNG).
+	for _, tc := range [][2]string{{"pdf", ""}, {"", "gif"}, {"json", "png"}, {"image", "json"}, {"png", "json"}} {
 		_, err := downloadKind(tc[0], tc[1])
 		var e *Error
 		require.ErrorAs(t, err, &e)

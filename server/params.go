@@ -30,10 +30,17 @@ type params map[string]json.RawMessage
 // before the caller is authenticated when its token is in the header or query.
 func readParams(r *http.Request, limit int64) (params, error) {
 	p := params{}
+	var conflict error
 	for k, v := range r.URL.Query() {
 		if len(v) > 0 {
 			p[k] = quote(v[0])
 		}
+		if conflict == nil {
+			conflict = sameValues(k, v)
+		}
+	}
+	if conflict != nil {
+		return p, conflict
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return p, nil
@@ -49,6 +56,9 @@ func readParams(r *http.Request, limit int64) (params, error) {
 			if len(v) > 0 {
 				p[k] = quote(v[0])
 			}
+			if err := sameValues(k, v); err != nil {
+				return p, err
+			}
 		}
 		return p, nil
 	case "multipart/form-data":
@@ -58,6 +68,9 @@ func readParams(r *http.Request, limit int64) (params, error) {
 		for k, v := range r.MultipartForm.Value {
 			if len(v) > 0 {
 				p[k] = quote(v[0])
+			}
+			if err := sameValues(k, v); err != nil {
+				return p, err
 			}
 		}
 		return p, nil
@@ -82,6 +95,18 @@ func readParams(r *http.Request, limit int64) (params, error) {
 		p[k] = v
 	}
 	return p, nil
+}
+
+// sameValues refuses a parameter repeated with different values (?id=6&id=7):
+// taking the first silently answered a request the client did not make. A
+// repeat of the same value is harmless.
+func sameValues(name string, values []string) error {
+	for _, v := range values[min(1, len(values)):] {
+		if v != values[0] {
+			return badRequest("parameter %s given more than once with different values (%q, %q)", name, values[0], v)
+		}
+	}
+	return nil
 }
 
 func bodyError(what string, err error) error {
@@ -238,8 +263,9 @@ func roundTo(v float64, decimals int) float64 {
 	return math.Round(v*p) / p
 }
 
-// boolean returns a parameter given as JSON true/false or the strings
-// true/false/1/0 (forms and query strings).
+// boolean returns a parameter given as JSON true/false or as a string that
+// parseBool accepts (forms and query strings). Anything else is a 400: a
+// lenient "not true means false" turned all=yes into the opposite request.
 func (p params) boolean(name string) (bool, bool, error) {
 	v, ok := p[name]
 	if !ok || isNull(v) {
@@ -251,13 +277,29 @@ func (p params) boolean(name string) (bool, bool, error) {
 	}
 	s, _, err := p.str(name)
 	if err != nil {
-		return false, false, err
+		return false, false, badRequest("parameter %s must be true or false", name)
 	}
+	if strings.TrimSpace(s) == "" {
+		return false, false, nil // all= is the same as no all
+	}
+	b, err = parseBool(s)
+	if err != nil {
+		return false, false, badRequest("parameter %s must be true or false, got %q", name, s)
+	}
+	return b, true, nil
+}
+
+// errNotBool is parseBool's error for a value that is not a boolean.
+var errNotBool = errors.New("not a boolean")
+
+// parseBool is the one reading of a boolean's text for every parameter:
+// true/false or 1/0, case-insensitive, surrounding space ignored.
+func parseBool(s string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "true", "1":
-		return true, true, nil
-	case "false", "0", "":
-		return false, true, nil
+		return true, nil
+	case "false", "0":
+		return false, nil
 	}
-	return false, false, badRequest("parameter %s must be true or false, got %q", name, s)
+	return false, fmt.Errorf("%q: %w", s, errNotBool)
 }

@@ -116,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 	s.logins = newRateLimiter(cfg.LoginLimit, cfg.LoginWindow)
 	s.mon = newMonitoring(cfg.Metrics)
 	s.routes()
-	s.handler = s.recoverer(s.logRequests(s.instrument(http.HandlerFunc(s.dispatch))))
+	s.handler = s.recoverer(s.logRequests(s.instrument(limitHeaders(http.HandlerFunc(s.dispatch)))))
 	return s, nil
 }
 
@@ -464,4 +464,38 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, c *call) 
 	w.Header().Set("Content-Type", "application/json")
 	_, err := w.Write(openapiDoc)
 	return err
+}
+
+// Header limits. net/http answers a header over its http.Server's
+// MaxHeaderBytes itself, in plain text; the Server answers the JSON error
+// shape for headers over MaxHeaderBytes, so an http.Server serving it
+// should allow more (HTTPMaxHeaderBytes, as `cropkit serve` does): only a
+// header beyond that gets net/http's plain-text 431.
+const (
+	// MaxHeaderBytes is the documented limit on a request's header: its
+	// request line and every header line; 431 too_large beyond.
+	MaxHeaderBytes = 64 << 10
+	// HTTPMaxHeaderBytes is the MaxHeaderBytes to give an http.Server
+	// serving a Server.
+	HTTPMaxHeaderBytes = 1 << 20
+)
+
+// limitHeaders answers a JSON 431 for a request whose header is larger than
+// MaxHeaderBytes (counted as on the wire: request line, "Name: value\r\n").
+func limitHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				n += len(k) + len(v) + 4
+			}
+		}
+		n += len(r.Host) + len("Host: \r\n") // net/http moves Host out of Header
+		if n > MaxHeaderBytes {
+			writeError(w, &Error{Status: http.StatusRequestHeaderFieldsTooLarge, Code: CodeTooLarge,
+				Message: fmt.Sprintf("request header larger than %d bytes", MaxHeaderBytes)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -94,6 +94,20 @@ func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, c *
 	default:
 		return badRequest("missing required parameter id or url")
 	}
+	if id > 0 && rawURL != "" {
+		// Both keys given: they must name the same registration, else the
+		// request is contradictory (deleting by id alone would silently
+		// ignore the url).
+		regs, err := s.core.Webhooks(r.Context(), c.user)
+		if err != nil {
+			return err
+		}
+		for _, reg := range regs {
+			if reg.ID == id && reg.URL != rawURL {
+				return badRequest("parameters id (%d) and url (%s) disagree: webhook %d has url %s", id, rawURL, id, reg.URL)
+			}
+		}
+	}
 	if err := s.core.DeleteWebhook(r.Context(), c.user, id, rawURL); err != nil {
 		return err
 	}

@@ -502,11 +502,14 @@ func (s *Server) handleFilesUpload(w http.ResponseWriter, r *http.Request, c *ca
 		}
 	}
 	for _, set := range sets {
-		if err := s.core.SaveUpload(r.Context(), f, set); errors.Is(err, archive.ErrFieldChanged) {
-			return archive.FieldNotFound(f.Name) // deleted or reshaped meanwhile
+		saved, err := s.core.SaveUpload(r.Context(), f, set)
+		if errors.Is(err, archive.ErrFieldChanged) {
+			return archive.FieldNotFound(f.Name) // deleted meanwhile
 		} else if err != nil {
 			return err
 		}
+		f = saved // reshaped meanwhile: the next sets go to the same outline
+
 	}
 	return writeJSON(w, http.StatusCreated, out)
 }

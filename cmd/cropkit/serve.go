@@ -192,6 +192,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) (*http.Server, context.C
 		}),
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    server.HTTPMaxHeaderBytes, // above server.MaxHeaderBytes: a JSON 431 first
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

@@ -1,0 +1,122 @@
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/paulmach/orb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// QA: an update with the field's own ring reversed counted as a new
+// outline and dropped its products. Orientation and starting vertex are not
+// part of an outline; a moved vertex is.
+func TestSameGeometryIgnoresOrientationAndStart(t *testing.T) {
+	ring := orb.Ring{{4.06, 50.74}, {4.07, 50.74}, {4.075, 50.745}, {4.07, 50.75}, {4.06, 50.75}, {4.06, 50.74}}
+	reversed := slices.Clone(ring)
+	slices.Reverse(reversed)
+	rotated := append(slices.Clone(ring[2:5]), ring[0], ring[1], ring[2])
+	moved := slices.Clone(ring)
+	moved[2] = orb.Point{4.076, 50.745}
+	hole := orb.Ring{{4.064, 50.744}, {4.066, 50.744}, {4.066, 50.746}, {4.064, 50.744}}
+	holeRev := slices.Clone(hole)
+	slices.Reverse(holeRev)
+	base := orb.MultiPolygon{{ring, hole}}
+	for _, tc := range []struct {
+		name  string
+		other orb.MultiPolygon
+		same  bool
+	}{
+		{"identical", orb.MultiPolygon{{ring, hole}}, true},
+		{"outer reversed", orb.MultiPolygon{{reversed, hole}}, true},
+		{"hole reversed", orb.MultiPolygon{{ring, holeRev}}, true},
+		{"other start", orb.MultiPolygon{{rotated, hole}}, true},
+		{"reversed and other start", orb.MultiPolygon{{canonicalRing(reversed), holeRev}}, true},
+		{"vertex moved", orb.MultiPolygon{{moved, hole}}, false},
+		{"hole dropped", orb.MultiPolygon{{ring}}, false},
+	} {
+		assert.Equal(t, tc.same, sameGeometry(base, tc.other), tc.name)
+	}
+}
+
+// End to end in the archive: updating with the reversed ring keeps the
+// field's version (its products and uploads); a real change bumps it.
+func TestUpdateWithReversedRingKeepsVersion(t *testing.T) {
+	ctx := context.Background()
+	a := openTest(t, t.TempDir())
+	u, err := a.CreateUser(ctx, NewUser{Name: "u"})
+	require.NoError(t, err)
+	geom := func(r orb.Ring) json.RawMessage {
+		b, err := json.Marshal(map[string]any{"type": "Polygon", "coordinates": orb.Polygon{r}})
+		require.NoError(t, err)
+		return b
+	}
+	ring := orb.Ring{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.75}, {4.06, 50.74}}
+	reversed := slices.Clone(ring)
+	slices.Reverse(reversed)
+	f, err := a.RegisterField(ctx, u, FieldInput{Name: "f", Geometry: geom(ring)})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		ring    orb.Ring
+		version int64
+	}{
+		{"same", ring, f.Version},
+		{"reversed", reversed, f.Version},
+		{"changed", orb.Ring{{4.06, 50.74}, {4.08, 50.74}, {4.07, 50.75}, {4.06, 50.75}, {4.06, 50.74}}, f.Version + 1},
+	} {
+		got, err := a.UpdateField(ctx, u, FieldInput{Name: "f", Geometry: geom(tc.ring)})
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.version, got.Version, tc.name)
+	}
+}
+
+// QA: "UDS-01", "UDS-01 " and NFC/NFD spellings were different fields;
+// "." and ".." registered but cannot be addressed in a path.
+func TestFieldNamesNormalised(t *testing.T) {
+	ctx := context.Background()
+	a := openTest(t, t.TempDir())
+	u, err := a.CreateUser(ctx, NewUser{Name: "u"})
+	require.NoError(t, err)
+	geom := json.RawMessage(`{"type":"Polygon","coordinates":[[[4.06,50.74],[4.07,50.74],[4.07,50.75],[4.06,50.74]]]}`)
+	_, err = a.RegisterField(ctx, u, FieldInput{Name: " UDS-01\t", Geometry: geom})
+	require.NoError(t, err)
+	_, err = a.RegisterField(ctx, u, FieldInput{Name: "caf\u00e9", Geometry: geom})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		wantErr error
+		stored  string
+	}{
+		{"UDS-01", ErrExists, ""},
+		{"UDS-01 ", ErrExists, ""},
+		{" UDS-01", ErrExists, ""},
+		{"cafe\u0301", ErrExists, ""}, // NFD of café
+		{".", ErrInvalid, ""},
+		{"..", ErrInvalid, ""},
+		{" .. ", ErrInvalid, ""},
+		{"a/b", ErrInvalid, ""},
+		{"a\u0085b", ErrInvalid, ""}, // C1 control
+		{"a\x7fb", ErrInvalid, ""},
+		{"   ", ErrInvalid, ""},
+		{"...", nil, "..."},
+		{" new field ", nil, "new field"},
+	} {
+		f, err := a.RegisterField(ctx, u, FieldInput{Name: tc.name, Geometry: geom})
+		if tc.wantErr != nil {
+			require.ErrorIs(t, err, tc.wantErr, "%q", tc.name)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.name)
+		assert.Equal(t, tc.stored, f.Name)
+	}
+	// Lookups take every spelling of the stored name.
+	for _, name := range []string{"UDS-01", " UDS-01 ", "cafe\u0301", "caf\u00e9 ", "new field"} {
+		f, err := a.Field(ctx, u, name, false)
+		require.NoError(t, err, "%q", name)
+		assert.Equal(t, FieldName(name), f.Name)
+	}
+}

@@ -150,14 +150,19 @@ func (a *Archive) RegisterField(ctx context.Context, u User, in FieldInput) (Fie
 
 // Field returns u's field name, with its outline when withGeometry.
 func (a *Archive) Field(ctx context.Context, u User, name string, withGeometry bool) (Field, error) {
-	name = FieldName(name)
+	canonical := FieldName(name)
 	load := a.store.FieldByName
 	if !withGeometry {
 		load = a.store.FieldSummary
 	}
-	f, err := load(ctx, u.ID, name)
+	f, err := load(ctx, u.ID, canonical)
+	if errors.Is(err, ErrNotFound) && canonical != name {
+		// A field registered before names were normalised keeps its
+		// spelling as stored: the exact name still finds it.
+		f, err = load(ctx, u.ID, name)
+	}
 	if errors.Is(err, ErrNotFound) {
-		return Field{}, FieldNotFound(name)
+		return Field{}, FieldNotFound(canonical)
 	}
 	return f, err
 }

@@ -120,3 +120,23 @@ func TestFieldNamesNormalised(t *testing.T) {
 		assert.Equal(t, FieldName(name), f.Name)
 	}
 }
+
+// A field stored before names were normalised (inserted here straight into
+// the store, as an older version wrote it) stays reachable by its exact
+// spelling.
+func TestFieldStoredBeforeNormalisation(t *testing.T) {
+	ctx := context.Background()
+	a := openTest(t, t.TempDir())
+	u, err := a.CreateUser(ctx, NewUser{Name: "u"})
+	require.NoError(t, err)
+	g := orb.MultiPolygon{{{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.74}}}}
+	for _, legacy := range []string{"UDS-01 ", "cafe\u0301"} {
+		_, err := a.Store().InsertField(ctx, Field{OwnerID: u.ID, Name: legacy, Indices: []string{"ndvi"}, Geometry: g}, 0)
+		require.NoError(t, err)
+		f, err := a.Field(ctx, u, legacy, false)
+		require.NoError(t, err, "%q", legacy)
+		assert.Equal(t, legacy, f.Name)
+	}
+	_, err = a.Field(ctx, u, "nope ", false)
+	require.ErrorIs(t, err, ErrNotFound)
+}

@@ -40,15 +40,14 @@ func FieldName(name string) string {
 
 // checkFieldName refuses a (canonical) field name that cannot be a path
 // segment of the routes that carry it (/fields/check/{name}): "." and ".."
-// (clients and proxies resolve them away) and names holding a "/".
+// (clients and proxies resolve them away). A "/" is allowed ("North 1/2"):
+// it travels as %2F within the segment.
 func checkFieldName(name string, max int) error {
 	switch {
 	case !validName(name, max):
 		return Invalid("field_name must be 1 to %d bytes without control characters", max)
 	case name == "." || name == "..":
 		return Invalid("field_name %q is not a name: . and .. are refused", name)
-	case strings.Contains(name, "/"):
-		return Invalid("field_name %q contains a /", name)
 	}
 	return nil
 }

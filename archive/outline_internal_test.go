@@ -98,7 +98,7 @@ func TestFieldNamesNormalised(t *testing.T) {
 		{".", ErrInvalid, ""},
 		{"..", ErrInvalid, ""},
 		{" .. ", ErrInvalid, ""},
-		{"a/b", ErrInvalid, ""},
+		{"North 1/2", nil, "North 1/2"},
 		{"a\u0085b", ErrInvalid, ""}, // C1 control
 		{"a\x7fb", ErrInvalid, ""},
 		{"   ", ErrInvalid, ""},

@@ -200,7 +200,7 @@ func TestFieldNamesOnTheWire(t *testing.T) {
 		{"cafe\u0301", 409, ""},
 		{"..", 400, ""},
 		{".", 400, ""},
-		{"a/b", 400, ""},
+		{"North 1/2", 201, "North 1/2"},
 		{"a\u200bb", 201, "a\u200bb"}, // a format character, not a control one
 		{"tab\tname", 400, ""},
 	} {
@@ -228,6 +228,8 @@ func TestFieldNamesOnTheWire(t *testing.T) {
 	assert.Equal(t, true, r.JSON(t)["available"], "deleted through a spaced spelling")
 	r = do(t, env.Handler, "GET", "/fields/check/caf%C3%A9", tok, nil)
 	assert.Equal(t, false, r.JSON(t)["available"])
+	r = do(t, env.Handler, "GET", "/fields/check/North%201%2F2", tok, nil)
+	assert.Equal(t, false, r.JSON(t)["available"], "a / travels as %%2F: %s", r.Body)
 }
 
 // QA: a field named =HYPERLINK(…) appeared as is in the history CSV, a

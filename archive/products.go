@@ -61,7 +61,7 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 		return Image{}, err
 	}
 	if len(products) == 0 {
-		return Image{}, NoImagery("no usable %s image of field %q (none ingested yet, or all cloudy)", index, f.Name)
+		return Image{}, NoImagery("no usable %s image of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, f.Name)
 	}
 	i := ClosestDate(products, q.Date)
 	img := Image{Field: f, Index: index, Product: products[i]}

@@ -44,7 +44,7 @@ func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.Laye
 		return LayerValues{}, err
 	}
 	if len(ps) == 0 {
-		return LayerValues{}, NoImagery("no usable %s image of field %q (none ingested yet, or all cloudy)", spec.Index, f.Name)
+		return LayerValues{}, NoImagery("no usable %s image of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", spec.Index, f.Name)
 	}
 	i := ClosestDate(ps, spec.Date.Format(time.DateOnly))
 	return a.MeanValues(ctx, f, ps[i:i+1])
@@ -60,7 +60,7 @@ func (a *Archive) PrescriptionLayer(ctx context.Context, f Field, index string, 
 		return LayerValues{}, err
 	}
 	if len(ps) == 0 {
-		return LayerValues{}, NoImagery("no usable %s image of field %q (none ingested yet, or all cloudy)", index, f.Name)
+		return LayerValues{}, NoImagery("no usable %s image of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, f.Name)
 	}
 	if typ == zoning.NFertilizer {
 		want := ""

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/url"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/internal/outlinetest"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -34,7 +34,7 @@ func TestZonesRandomOutlines(t *testing.T) {
 	back, err := crs.New(32631, 4326)
 	require.NoError(t, err)
 	// The chip: 64×64 pixels of 10 m from (574680, 5622440).
-	const x0, y0, side = 574680.0, 5622440.0, 640.0
+	chip := geo.Grid{EPSG: 32631, X0: 574680, Y0: 5622440, DX: 10, DY: 10, Cols: 64, Rows: 64}
 	rng := rand.New(rand.NewPCG(3, 5))
 	type field struct {
 		name, kind string
@@ -42,35 +42,7 @@ func TestZonesRandomOutlines(t *testing.T) {
 	}
 	var fields []field
 	for i := range 36 {
-		cx, cy := x0-60+rng.Float64()*(side+120), y0+60-rng.Float64()*(side+120)
-		var kind string
-		var pts []orb.Point
-		switch i % 3 {
-		case 0:
-			kind = "rectangle"
-			a, b := 10+rng.Float64()*80, 10+rng.Float64()*80
-			pts = []orb.Point{{-a / 2, -b / 2}, {a / 2, -b / 2}, {a / 2, b / 2}, {-a / 2, b / 2}}
-		case 1:
-			kind = "sliver"
-			a, b := 30+rng.Float64()*200, 1+rng.Float64()*4
-			pts = []orb.Point{{-a / 2, -b / 2}, {a / 2, -b / 2}, {a / 2, b / 2}, {-a / 2, b / 2}}
-		default:
-			kind = "triangle"
-			for range 3 {
-				pts = append(pts, orb.Point{(rng.Float64() - 0.5) * 100, (rng.Float64() - 0.5) * 100})
-			}
-		}
-		th := rng.Float64() * math.Pi
-		ring := orb.Ring{}
-		for _, p := range pts {
-			ring = append(ring, orb.Point{cx + p[0]*math.Cos(th) - p[1]*math.Sin(th), cy + p[0]*math.Sin(th) + p[1]*math.Cos(th)})
-		}
-		ring = append(ring, ring[0])
-		if geo.Area(orb.MultiPolygon{{ring}}) < 0 {
-			for a, b := 0, len(ring)-1; a < b; a, b = a+1, b-1 {
-				ring[a], ring[b] = ring[b], ring[a]
-			}
-		}
+		kind, ring := outlinetest.Random(rng, chip, 60, i)
 		ll, err := geo.Transform(orb.MultiPolygon{{ring}}, back)
 		require.NoError(t, err)
 		name := fmt.Sprintf("f%02d-%s", i, kind)

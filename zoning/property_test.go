@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -15,45 +14,9 @@ import (
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/internal/outlinetest"
 	"github.com/cropkit/cropkit/internal/testenv"
 )
-
-// randomOutline is a small rectangle, a thin sliver or a triangle, turned
-// by a random angle, somewhere over g or up to 100 m beyond its edges, in
-// g's CRS.
-func randomOutline(rng *rand.Rand, g geo.Grid) (string, orb.Ring) {
-	w, h := float64(g.Cols)*g.DX, float64(g.Rows)*g.DY
-	cx, cy := g.X0-100+rng.Float64()*(w+200), g.Y0+100-rng.Float64()*(h+200)
-	var kind string
-	var pts []orb.Point
-	switch rng.IntN(3) {
-	case 0:
-		kind = "rectangle"
-		a, b := 5+rng.Float64()*80, 5+rng.Float64()*80
-		pts = []orb.Point{{-a / 2, -b / 2}, {a / 2, -b / 2}, {a / 2, b / 2}, {-a / 2, b / 2}}
-	case 1:
-		kind = "sliver"
-		a, b := 20+rng.Float64()*280, 0.3+rng.Float64()*4.7
-		pts = []orb.Point{{-a / 2, -b / 2}, {a / 2, -b / 2}, {a / 2, b / 2}, {-a / 2, b / 2}}
-	default:
-		kind = "triangle"
-		for range 3 {
-			pts = append(pts, orb.Point{(rng.Float64() - 0.5) * 100, (rng.Float64() - 0.5) * 100})
-		}
-	}
-	th := rng.Float64() * math.Pi
-	ring := make(orb.Ring, 0, len(pts)+1)
-	for _, p := range pts {
-		ring = append(ring, orb.Point{cx + p[0]*math.Cos(th) - p[1]*math.Sin(th), cy + p[0]*math.Sin(th) + p[1]*math.Cos(th)})
-	}
-	ring = append(ring, ring[0])
-	if geo.Area(orb.MultiPolygon{{ring}}) < 0 {
-		for i, j := 0, len(ring)-1; i < j; i, j = i+1, j-1 {
-			ring[i], ring[j] = ring[j], ring[i]
-		}
-	}
-	return kind, ring
-}
 
 // TestRunRandomOutlines: random small, thin and triangular outlines over the
 // real chips, inside them or reaching beyond their extent, never make Run
@@ -72,7 +35,7 @@ func TestRunRandomOutlines(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(si), 7))
 		zoned := 0
 		for i := range perScene {
-			kind, ring := randomOutline(rng, g)
+			kind, ring := outlinetest.Random(rng, g, 100, rng.IntN(3))
 			k := 1 + rng.IntN(3)
 			t.Run(fmt.Sprintf("%s/%d-%s-k%d", name, i, kind, k), func(t *testing.T) {
 				outline, err := geo.Transform(orb.MultiPolygon{{ring}}, back)

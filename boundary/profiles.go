@@ -95,35 +95,9 @@ func scale[T any](p *profiles, layers [][]T, diff func(l []T, i int) (float64, b
 	return nth(ds, len(ds)/2)
 }
 
-// nth returns the k-th smallest of v (0-based), reordering v: quickselect
-// (Hoare partition, middle pivot), linear on average where a sort is not.
+// nth returns the k-th smallest of v (0-based), reordering v.
 func nth(v []float64, k int) float64 {
-	lo, hi := 0, len(v)-1
-	for lo < hi {
-		p := v[lo+(hi-lo)/2]
-		i, j := lo, hi
-		for i <= j {
-			for v[i] < p {
-				i++
-			}
-			for v[j] > p {
-				j--
-			}
-			if i <= j {
-				v[i], v[j] = v[j], v[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return v[k]
-		}
-	}
+	imagery.SelectKth(v, k)
 	return v[k]
 }
 

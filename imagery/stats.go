@@ -63,7 +63,7 @@ func percentile(v []float64, from int, p float64) (float64, int) {
 	pos := p / 100 * float64(len(v)-1)
 	k := int(math.Floor(pos))
 	k = max(k, from)
-	selectKth(v[from:], k-from)
+	SelectKth(v[from:], k-from)
 	a := v[k]
 	frac := pos - float64(k)
 	if frac == 0 || k+1 >= len(v) {
@@ -77,10 +77,11 @@ func percentile(v []float64, from int, p float64) (float64, int) {
 	return a + (b-a)*frac, k
 }
 
-// selectKth reorders v so that v[k] is the k-th smallest, everything before
-// it ≤ v[k] and everything after ≥ v[k] (quickselect, median of three,
-// falling back to a sort when partitions keep coming out lopsided).
-func selectKth(v []float64, k int) {
+// SelectKth reorders v so that v[k] is the k-th smallest (0-based),
+// everything before it ≤ v[k] and everything after ≥ v[k] (quickselect,
+// median of three, falling back to a sort when partitions keep coming out
+// lopsided): linear on average where a sort is not.
+func SelectKth(v []float64, k int) {
 	lo, hi := 0, len(v)-1
 	budget := 2 * bitsLen(len(v))
 	for hi > lo {

@@ -1,6 +1,7 @@
 package boundary
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,48 +100,20 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MinAreaHa == 0 {
-		o.MinAreaHa = DefaultMinAreaHa
-	}
-	if o.MinClearFraction == 0 {
-		o.MinClearFraction = DefaultMinClearFraction
-	}
-	if o.MaxPixels == 0 {
-		o.MaxPixels = DefaultMaxPixels
-	}
-	if o.MergeThreshold == 0 {
-		o.MergeThreshold = DefaultMergeThreshold
-	}
-	if o.MinSegmentPixels == 0 {
-		o.MinSegmentPixels = DefaultMinSegmentPixels
-	}
-	if o.TextureWeight == 0 {
-		o.TextureWeight = DefaultTextureWeight
-	}
-	if o.TextureWeight < 0 {
-		o.TextureWeight = 0
-	}
-	if o.BandWeight == 0 {
-		o.BandWeight = DefaultBandWeight
-	}
-	if o.BandWeight < 0 {
-		o.BandWeight = 0
-	}
+	o.MinAreaHa = cmp.Or(o.MinAreaHa, DefaultMinAreaHa)
+	o.MinClearFraction = cmp.Or(o.MinClearFraction, DefaultMinClearFraction)
+	o.MaxPixels = cmp.Or(o.MaxPixels, DefaultMaxPixels)
+	o.MergeThreshold = cmp.Or(o.MergeThreshold, DefaultMergeThreshold)
+	o.MinSegmentPixels = cmp.Or(o.MinSegmentPixels, DefaultMinSegmentPixels)
+	o.TextureWeight = max(cmp.Or(o.TextureWeight, DefaultTextureWeight), 0) // negative: none
+	o.BandWeight = max(cmp.Or(o.BandWeight, DefaultBandWeight), 0)          // negative: NDVI only
 	if o.MaxDates <= 0 {
 		o.MaxDates = DefaultMaxDates
 	}
-	if o.MaxShiftPixels == 0 {
-		o.MaxShiftPixels = DefaultMaxShiftPixels
-	}
-	if o.RefineIterations == 0 {
-		o.RefineIterations = DefaultRefineIterations
-	}
-	if o.MinGreenNDVI == 0 {
-		o.MinGreenNDVI = DefaultMinGreenNDVI
-	}
-	if o.MinCoreFraction == 0 {
-		o.MinCoreFraction = DefaultMinCoreFraction
-	}
+	o.MaxShiftPixels = cmp.Or(o.MaxShiftPixels, DefaultMaxShiftPixels)
+	o.RefineIterations = cmp.Or(o.RefineIterations, DefaultRefineIterations)
+	o.MinGreenNDVI = cmp.Or(o.MinGreenNDVI, DefaultMinGreenNDVI)
+	o.MinCoreFraction = cmp.Or(o.MinCoreFraction, DefaultMinCoreFraction)
 	return o
 }
 

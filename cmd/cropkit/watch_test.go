@@ -210,6 +210,21 @@ func TestServeCatalogAcceptance(t *testing.T) {
 	require.NoError(t, <-p2.done)
 }
 
+// allIngested reports whether a has recorded exactly n scene items, each
+// ingested with usable images for that many fields.
+func allIngested(ctx context.Context, a *archive.Archive, n, usable int) bool {
+	items, err := a.SceneItems(ctx, archive.ItemQuery{})
+	if err != nil || len(items) != n {
+		return false
+	}
+	for _, it := range items {
+		if it.State != archive.ItemIngested || it.Usable != usable {
+			return false
+		}
+	}
+	return true
+}
+
 func TestWatchCommand(t *testing.T) {
 	ctx := context.Background()
 	fieldsData, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "fields"), "flanders-31UES.geojson"))
@@ -247,16 +262,7 @@ func TestWatchCommand(t *testing.T) {
 			return false
 		}
 		defer ro.Close()
-		items, err := ro.SceneItems(ctx, archive.ItemQuery{})
-		if err != nil || len(items) != 2 {
-			return false
-		}
-		for _, it := range items {
-			if it.State != archive.ItemIngested || it.Usable != 2 {
-				return false
-			}
-		}
-		return true
+		return allIngested(ctx, ro, 2, 2)
 	}, 30*time.Second, 100*time.Millisecond)
 	cancel()
 	select {

@@ -54,18 +54,7 @@ func TestWorkerCommand(t *testing.T) {
 				"--ingest-allow-private"}, nil, &outs[i], &errOuts[i])
 		}()
 	}
-	require.Eventually(t, func() bool {
-		items, err := st.SceneItems(ctx, archive.ItemQuery{})
-		if err != nil || len(items) != 2 {
-			return false
-		}
-		for _, it := range items {
-			if it.State != archive.ItemIngested || it.Usable != 2 {
-				return false
-			}
-		}
-		return true
-	}, 60*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return allIngested(ctx, st, 2, 2) }, 60*time.Second, 100*time.Millisecond)
 	cancel()
 	for range n {
 		select {

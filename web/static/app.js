@@ -251,7 +251,7 @@ function drawOutlines() {
   }
   if (all.length) {
     const b = L.featureGroup(all).getBounds();
-    if (b.isValid()) map.fitBounds(b, { padding: [20, 20] });
+    if (b.isValid()) map.fitBounds(b, { padding: [20, 20], animate: false });
   }
 }
 
@@ -335,8 +335,11 @@ async function selectField(name, opts = {}) {
   if (layer) {
     markOutline(layer, true);
     layer.bringToFront();
-    if (opts.fit !== false) map.fitBounds(layer.getBounds(), { padding: [30, 30], maxZoom: 17 });
-    else map.fitBounds(layer.getBounds(), { padding: [30, 30], maxZoom: 16 });
+    // Without animation: a fit started while another one still animates
+    // (drawing all outlines, then selecting a field at once, or two quick
+    // clicks) could leave Leaflet's SVG renderer clipped to the old view,
+    // the selected outline not drawn.
+    map.fitBounds(layer.getBounds(), { padding: [30, 30], maxZoom: opts.fit !== false ? 17 : 16, animate: false });
   }
   $("#field-title").textContent = "Field " + name;
   document.title = name + " · cropkit viewer";

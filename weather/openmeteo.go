@@ -59,6 +59,8 @@ type OpenMeteo struct {
 	// BaseURL, when set, serves both endpoints: BaseURL+"/v1/archive" and
 	// BaseURL+"/v1/forecast" (a self-hosted Open-Meteo, a test fixture).
 	// Empty means the public endpoints PublicArchiveURL and PublicForecastURL.
+	// A BaseURL ending in /v1/archive or /v1/forecast is that one endpoint,
+	// asked for every date in one request.
 	BaseURL string
 	// HTTPClient makes the requests; nil means the project's SSRF-guarded
 	// client (webhook.NewClient: no proxy, no redirects, private and
@@ -144,6 +146,9 @@ func (o *OpenMeteo) endpoints() (archive, forecast string) {
 		return PublicArchiveURL, PublicForecastURL
 	}
 	b := strings.TrimRight(o.BaseURL, "/")
+	if strings.HasSuffix(b, "/v1/archive") || strings.HasSuffix(b, "/v1/forecast") {
+		return b, b // one endpoint serves every date
+	}
 	return b + "/v1/archive", b + "/v1/forecast"
 }
 
@@ -177,6 +182,9 @@ func (o *OpenMeteo) Daily(ctx context.Context, q Query) ([]Day, error) {
 	split := today.AddDate(0, 0, -cmpOr(o.ArchiveDelay, DefaultArchiveDelay)) // first date of the forecast endpoint
 	archiveURL, forecastURL := o.endpoints()
 	var days []Day
+	if archiveURL == forecastURL {
+		split = q.To.AddDate(0, 0, 1)
+	}
 	if q.From.Before(split) {
 		to := q.To
 		if !to.Before(split) {

@@ -37,6 +37,7 @@ func commands() map[string]command {
 		"worker": runWorker,
 
 		"boundaries": runBoundaries,
+		"weather":    runWeather,
 	}
 }
 
@@ -50,6 +51,7 @@ commands:
   user     manage accounts (user add NAME)
   token    manage tokens (token create|list|revoke NAME)
   watch    monitor a STAC catalogue for new imagery of the fields, without the HTTP API
+  weather  growing degree days, rain, frost and heat days of a date range (CSV or Open-Meteo-compatible API)
   worker   run the job queue (polls, backfills, ingestions, webhooks) on a shared --db/--blobs, without the HTTP API
 
 Run 'cropkit <command> -h' for the command's flags.

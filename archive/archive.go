@@ -60,6 +60,9 @@ type Config struct {
 	StepHook func(step string)
 	// Logger receives ingestion and delivery logs; nil discards them.
 	Logger *slog.Logger
+	// Weather is the weather source (FieldWeather, WeatherDays); a zero
+	// value serves none.
+	Weather WeatherConfig
 }
 
 // Archive is the field archive: accounts, fields, seasons, uploads,
@@ -91,6 +94,8 @@ type Archive struct {
 	// id): without it a field reshaped in a loop could starve an upload.
 	// Other processes still meet the version check and retry of SaveUpload.
 	outlines [64]sync.RWMutex
+	// weather is the weather source and its cell locks (weather.go).
+	weather *weatherState
 }
 
 // outlineLock is the stripe of outlines for field id.
@@ -139,6 +144,7 @@ func New(cfg Config) (*Archive, error) {
 	} else if err := os.RemoveAll(a.tempDir); err != nil { // what a crash left behind
 		return nil, fmt.Errorf("archive: clean %s: %w", a.tempDir, err)
 	}
+	a.weather = newWeatherState(cfg.Weather)
 	if err := a.initWebhooks(cfg.Webhooks); err != nil {
 		return nil, err
 	}

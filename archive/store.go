@@ -90,6 +90,9 @@ type Store interface {
 	WatchedFields(ctx context.Context) (map[int64]int64, error)
 	// MarkWatched records that field id's backfill for version is enqueued.
 	MarkWatched(ctx context.Context, id, version int64) error
+
+	// WeatherStore is the weather cache (rowstore_weather.go).
+	WeatherStore
 }
 
 // SceneRecord is where an ingested scene came from.

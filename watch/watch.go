@@ -70,6 +70,10 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives the watcher's logs; nil discards them.
 	Logger *slog.Logger
+	// WeatherRefresh is how often Run fetches again the provisional recent
+	// days of the archive's cached weather cells (Archive.RefreshWeather);
+	// 0 means daily, negative never.
+	WeatherRefresh time.Duration
 }
 
 // Watcher runs the catalogue jobs. Create it with New, run it with Run.
@@ -229,6 +233,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	if w.cfg.WeatherRefresh >= 0 {
+		w.core.RunWeatherRefresh(ctx, w.cfg.WeatherRefresh)
+	}
 	w.log.InfoContext(ctx, "watching catalogue", "catalog", w.cfg.Catalog, "collection", w.cfg.Collection,
 		"poll", w.cfg.Poll, "backfill", w.cfg.Backfill.String(), "max_cloud", w.cfg.MaxCloud)
 	t := time.NewTicker(w.cfg.FieldCheck)

@@ -58,6 +58,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		"(false: serve only; cropkit worker processes on the same --db/--blobs do the jobs)")
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGTERM, how long requests in flight may finish before they are cancelled")
 	tokenTTL := fs.Duration("token-ttl", 0, "lifetime of new tokens, e.g. 720h (0: tokens do not expire)")
+	weatherFlags := addWeatherFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,10 +92,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *tokenTTL < 0 {
 		return errors.New("--token-ttl must not be negative")
 	}
+	weatherCfg, err := weatherFlags.config()
+	if err != nil {
+		return err
+	}
 	reg, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
 	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
-		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL})
+		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL, Weather: weatherCfg})
 	if err != nil {
 		return err
 	}
@@ -113,7 +118,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if mon.catalog != "" {
 		// Stopped after the HTTP server (deferred later, run earlier than
 		// core.Close), letting its jobs in flight finish.
-		stopWatch, err := startWatcher(ctx, core, mon.config(core, *ingestAllowPrivate, metrics, logger))
+		watchCfg := mon.config(core, *ingestAllowPrivate, metrics, logger)
+		watchCfg.WeatherRefresh = weatherFlags.refresh
+		stopWatch, err := startWatcher(ctx, core, watchCfg)
 		if err != nil {
 			return err
 		}
@@ -155,6 +162,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hooksDone := make(chan error, 1)
 	if *jobs {
 		go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
+		if mon.catalog == "" { // else the watcher refreshes
+			core.RunWeatherRefresh(hookCtx, weatherFlags.refresh)
+		}
 	} else {
 		hooksDone <- nil
 	}

@@ -138,11 +138,16 @@ func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
 	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
+	weatherFlags := addWeatherFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	weatherCfg, err := weatherFlags.config()
+	if err != nil {
+		return err
 	}
 	if name == "worker" && !storage.external() {
 		return errors.New("--db and --blobs are required (the database and blob store shared with the serve replicas)")
@@ -159,12 +164,13 @@ func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	_, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
-	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks})
+	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks, Weather: weatherCfg})
 	if err != nil {
 		return err
 	}
 	defer core.Close()
 	cfg := o.config(core, *allowPrivate, metrics, logger)
+	cfg.WeatherRefresh = weatherFlags.refresh
 	if *once {
 		return watchOnce(ctx, core, cfg, *onceGrace, stdout)
 	}

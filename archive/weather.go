@@ -1,0 +1,420 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/cropkit/cropkit/metadata"
+	"github.com/cropkit/cropkit/weather"
+)
+
+// Defaults of WeatherConfig.
+const (
+	// DefaultWeatherRecentDays: days fetched less than this many days after
+	// their date are provisional (forecast, preliminary reanalysis) and
+	// refreshed; older ones are final.
+	DefaultWeatherRecentDays = 7
+	// DefaultWeatherRefresh is how old a provisional day's fetch may be
+	// before it is fetched again (on use, or by RefreshWeather).
+	DefaultWeatherRefresh = 24 * time.Hour
+)
+
+// WeatherConfig is the archive's weather source.
+type WeatherConfig struct {
+	// Source gives the days; nil means the archive serves no weather.
+	Source weather.Source
+	// Name identifies the source in the cache: days stored under one name
+	// are reused by every process configured with it.
+	Name string
+	// Attribution is the credit the source's licence asks for.
+	Attribution string
+	// Cache stores fetched days in the archive's database, per grid cell:
+	// for remote sources. A local table is read directly.
+	Cache bool
+	// CellDegrees is the weather grid's spacing; 0 means weather.DefaultCellDegrees.
+	CellDegrees float64
+	// RecentDays and Refresh: see DefaultWeatherRecentDays and DefaultWeatherRefresh.
+	RecentDays int
+	Refresh    time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// OpenMeteoWeather is the configuration of an Open-Meteo-compatible API at
+// baseURL ("" means the public endpoints), cached per 0.1° cell.
+func OpenMeteoWeather(baseURL string, allowPrivate bool) (WeatherConfig, error) {
+	om := &weather.OpenMeteo{BaseURL: baseURL, AllowPrivate: allowPrivate, UserAgent: "cropkit"}
+	if err := om.Validate(); err != nil {
+		return WeatherConfig{}, Invalid("weather source: %v", err)
+	}
+	name := "open-meteo"
+	if baseURL != "" {
+		name += " " + baseURL
+	}
+	return WeatherConfig{Source: om, Name: name, Attribution: weather.OpenMeteoAttribution, Cache: true}, nil
+}
+
+// TableWeather is the configuration of a local daily CSV table (see
+// weather.ReadTable), which answers for every field.
+func TableWeather(path, attribution string) (WeatherConfig, error) {
+	t, err := weather.ReadTableFile(path)
+	if err != nil {
+		return WeatherConfig{}, err
+	}
+	return WeatherConfig{Source: t, Name: "table " + path, Attribution: attribution}, nil
+}
+
+// weatherState is the archive's weather source and its per-cell locks.
+type weatherState struct {
+	cfg WeatherConfig
+	// cells orders, within this process, the fetches of one cell (striped
+	// by the cell's key): fields sharing a cell wait for the first fetch
+	// and then find its days stored.
+	cells [64]sync.Mutex
+}
+
+func newWeatherState(cfg WeatherConfig) *weatherState {
+	if cfg.RecentDays <= 0 {
+		cfg.RecentDays = DefaultWeatherRecentDays
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultWeatherRefresh
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Name == "" {
+		cfg.Name = "weather"
+	}
+	return &weatherState{cfg: cfg}
+}
+
+func (w *weatherState) lock(cell string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(cell))
+	return &w.cells[h.Sum32()%uint32(len(w.cells))]
+}
+
+func (w *weatherState) today() time.Time { return w.cfg.Now().UTC().Truncate(24 * time.Hour) }
+
+// WeatherSource names the configured weather source and its attribution
+// ("" when none is configured).
+func (a *Archive) WeatherSource() (name, attribution string) {
+	if a.weather == nil || a.weather.cfg.Source == nil {
+		return "", ""
+	}
+	return a.weather.cfg.Name, a.weather.cfg.Attribution
+}
+
+// WeatherCell is the grid cell whose weather a point gets.
+func (a *Archive) WeatherCell(lat, lon float64) weather.Cell {
+	size := 0.0
+	if a.weather != nil {
+		size = a.weather.cfg.CellDegrees
+	}
+	return weather.CellOf(lat, lon, size)
+}
+
+// WeatherDays returns one day per date from..to of the weather at the
+// centre of the grid cell holding (lat, lon). With a cached source, days
+// stored for the cell are reused and the missing or stale ones fetched in
+// one request for the cell (the span from the first to the last of them);
+// only complete answers are stored, so an upstream failure is reported,
+// never recorded.
+func (a *Archive) WeatherDays(ctx context.Context, lat, lon float64, from, to time.Time) ([]weather.Day, error) {
+	if a.weather == nil || a.weather.cfg.Source == nil {
+		return nil, errorf(ErrBusy, "no weather source is configured")
+	}
+	w := a.weather
+	cell := a.WeatherCell(lat, lon)
+	clat, clon := cell.Centre()
+	q := weather.Query{Lat: clat, Lon: clon, From: from, To: to}
+	if err := q.Validate(); err != nil {
+		return nil, weatherError(err)
+	}
+	if !w.cfg.Cache {
+		days, err := w.cfg.Source.Daily(ctx, q)
+		return days, weatherError(err)
+	}
+	key := cell.Key()
+	mu := w.lock(key)
+	mu.Lock()
+	defer mu.Unlock()
+	fromS, toS := from.Format(time.DateOnly), to.Format(time.DateOnly)
+	cached, err := a.store.WeatherDays(ctx, w.cfg.Name, key, fromS, toS)
+	if err != nil {
+		return nil, err
+	}
+	now := w.cfg.Now()
+	byDate := make(map[string]weather.Day, len(cached))
+	for _, c := range cached {
+		if c.Final || now.Sub(c.FetchedAt) < w.cfg.Refresh {
+			byDate[c.Date] = c.Day
+		}
+	}
+	var first, last time.Time
+	n := weather.Days(from, to)
+	for i := range n {
+		d := from.AddDate(0, 0, i)
+		if _, ok := byDate[d.Format(time.DateOnly)]; !ok {
+			if first.IsZero() {
+				first = d
+			}
+			last = d
+		}
+	}
+	if !first.IsZero() {
+		if err := a.fetchWeather(ctx, key, clat, clon, first, last, byDate); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]weather.Day, n)
+	for i := range n {
+		out[i] = byDate[from.AddDate(0, 0, i).Format(time.DateOnly)]
+	}
+	return out, weatherError(weather.Complete(out, from, to))
+}
+
+// fetchWeather asks the source for from..to at the cell centre, stores the
+// answer and adds it to byDate. The caller holds the cell's lock.
+func (a *Archive) fetchWeather(ctx context.Context, key string, lat, lon float64, from, to time.Time, byDate map[string]weather.Day) error {
+	w := a.weather
+	days, err := w.cfg.Source.Daily(ctx, weather.Query{Lat: lat, Lon: lon, From: from, To: to})
+	if err != nil {
+		return weatherError(err)
+	}
+	if err := weather.Complete(days, from, to); err != nil {
+		return weatherError(err)
+	}
+	now := w.cfg.Now().UTC()
+	finalBefore := now.Truncate(24*time.Hour).AddDate(0, 0, -w.cfg.RecentDays).Format(time.DateOnly)
+	rows := make([]CachedDay, len(days))
+	for i, d := range days {
+		rows[i] = CachedDay{Day: d, Final: d.Date < finalBefore, FetchedAt: now}
+		byDate[d.Date] = d
+	}
+	if err := a.store.PutWeatherDays(ctx, w.cfg.Name, key, rows); err != nil {
+		return err
+	}
+	a.log.InfoContext(ctx, "weather fetched", "cell", key, "from", from.Format(time.DateOnly), "to", to.Format(time.DateOnly), "days", len(days))
+	return nil
+}
+
+// RefreshWeather fetches again, in one request per cell, the provisional
+// days (see DefaultWeatherRecentDays) whose fetch is older than the
+// refresh interval, so that recent days converge to the source's final
+// values. It returns the cells refreshed; a failing cell is logged and the
+// others still refreshed (the first error is returned).
+func (a *Archive) RefreshWeather(ctx context.Context) (int, error) {
+	if a.weather == nil || a.weather.cfg.Source == nil || !a.weather.cfg.Cache {
+		return 0, nil
+	}
+	w := a.weather
+	stale, err := a.store.StaleWeather(ctx, w.cfg.Name, w.cfg.Now().Add(-w.cfg.Refresh))
+	if err != nil {
+		return 0, err
+	}
+	var firstErr error
+	n := 0
+	for _, s := range stale {
+		var lat, lon, size float64
+		if _, err := fmt.Sscanf(s.Cell, "%g:%g:%g", &size, &lat, &lon); err != nil {
+			continue // a key of another format: not ours to refresh
+		}
+		from, err1 := weather.ParseDate(s.From)
+		to, err2 := weather.ParseDate(s.To)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// Through WeatherDays: the cell's lock, and only the days still stale.
+		if _, err := a.WeatherDays(ctx, lat, lon, from, to); err != nil {
+			a.log.WarnContext(ctx, "weather refresh", "cell", s.Cell, "err", err)
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		n++
+	}
+	return n, firstErr
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// RunWeatherRefresh calls RefreshWeather now and every interval until ctx
+// ends (failures are logged); interval ≤ 0 means a day.
+func (a *Archive) RunWeatherRefresh(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = 24 * time.Hour
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			if n, err := a.RefreshWeather(ctx); err != nil && ctx.Err() == nil {
+				a.log.WarnContext(ctx, "weather refresh", "cells", n, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// weatherError maps the weather package's kinds to the archive's: a bad
+// query or dates outside the source's data are ErrInvalid, a failing
+// source ErrBusy (retry later).
+func weatherError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, weather.ErrInvalid), errors.Is(err, weather.ErrOutOfRange):
+		return &Error{Kind: ErrInvalid, Msg: err.Error()}
+	case errors.Is(err, weather.ErrUnavailable):
+		return &Error{Kind: ErrBusy, Msg: err.Error(), RetryAfter: 60}
+	}
+	return err
+}
+
+// WeatherRequest selects a field's season of weather. Without From, the
+// season is the field's metadata season starting on Season (or, when
+// empty, the latest season started by today): from its start_date to its
+// harvest_date, or today. Crop, when empty, is the season's crop_type;
+// BaseC and CapC override the crop table.
+type WeatherRequest struct {
+	Field    string
+	Season   string // a season's start_date
+	From, To string // YYYY-MM-DD
+	Crop     string
+	BaseC    *float64
+	CapC     *float64
+}
+
+// FieldWeather is a field's weather season.
+type FieldWeather struct {
+	Field       Field
+	SeasonStart string // "" when From/To were given
+	From, To    string
+	Cell        string
+	Source      string
+	Attribution string
+	weather.Season
+}
+
+// FieldWeather computes the daily weather, growing degree days and
+// accumulations of u's field over a season (see WeatherRequest), at the
+// weather cell of the centre of the field's bounding box.
+func (a *Archive) FieldWeather(ctx context.Context, u User, req WeatherRequest) (FieldWeather, error) {
+	f, err := a.Field(ctx, u, req.Field, false)
+	if err != nil {
+		return FieldWeather{}, err
+	}
+	out := FieldWeather{Field: f}
+	crop := req.Crop
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	if a.weather != nil {
+		today = a.weather.today()
+	}
+	from, to := req.From, req.To
+	if from == "" {
+		seasons, err := a.fieldSeasons(ctx, f.ID)
+		if err != nil {
+			return FieldWeather{}, err
+		}
+		rec, err := pickSeason(seasons, req.Season, today.Format(time.DateOnly))
+		if err != nil {
+			return FieldWeather{}, err
+		}
+		out.SeasonStart, from = rec.StartDate, rec.StartDate
+		if to == "" {
+			to = rec.HarvestDate
+		}
+		if crop == "" {
+			crop = rec.CropType
+		}
+	} else if req.Season != "" {
+		return FieldWeather{}, Invalid("give a season or from/to, not both")
+	}
+	if to == "" || to > today.Format(time.DateOnly) && req.To == "" {
+		to = today.Format(time.DateOnly)
+	}
+	fromT, err := weather.ParseDate(from)
+	if err != nil {
+		return FieldWeather{}, Invalid("from: %v", err)
+	}
+	toT, err := weather.ParseDate(to)
+	if err != nil {
+		return FieldWeather{}, Invalid("to: %v", err)
+	}
+	if toT.Before(fromT) {
+		return FieldWeather{}, Invalid("the season ends (%s) before it starts (%s)", to, from)
+	}
+	if crop == "" && req.BaseC == nil {
+		return FieldWeather{}, Invalid("the field's season names no crop_type: give crop or base")
+	}
+	params, err := weather.ParamsFor(crop, req.BaseC, req.CapC)
+	if err != nil {
+		return FieldWeather{}, weatherError(err)
+	}
+	c := f.Bound.Center()
+	days, err := a.WeatherDays(ctx, c[1], c[0], fromT, toT)
+	if err != nil {
+		return FieldWeather{}, err
+	}
+	out.From, out.To = from, to
+	out.Cell = a.WeatherCell(c[1], c[0]).Key()
+	out.Source, out.Attribution = a.WeatherSource()
+	out.Season = weather.Accumulate(days, params)
+	return out, nil
+}
+
+// pickSeason is the season starting on start, or (start "") the latest
+// season started by today.
+func pickSeason(seasons metadata.Seasons, start, today string) (metadata.Record, error) {
+	if len(seasons) == 0 {
+		return metadata.Record{}, Invalid("the field has no metadata season: register one (start_date, crop_type) or give from and to")
+	}
+	if start != "" {
+		rec, ok := seasons.Get(start)
+		if !ok {
+			return metadata.Record{}, NotFound("the field has no season starting on %s", start)
+		}
+		return rec, nil
+	}
+	best := seasons[0]
+	for _, s := range seasons {
+		if s.StartDate <= today {
+			best = s
+		}
+	}
+	return best, nil
+}
+
+// GDDDay is one day's growing degree days and their sum from the season's start.
+type GDDDay struct {
+	GDD, GDDCum float64
+}
+
+// FieldGDD is the daily thermal time of u's field by date over the season
+// req selects (see FieldWeather), for joining with the field's index time
+// series.
+func (a *Archive) FieldGDD(ctx context.Context, u User, req WeatherRequest) (map[string]GDDDay, error) {
+	fw, err := a.FieldWeather(ctx, u, req)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]GDDDay, len(fw.Rows))
+	for _, r := range fw.Rows {
+		out[r.Date] = GDDDay{GDD: r.GDD, GDDCum: r.GDDCum}
+	}
+	return out, nil
+}

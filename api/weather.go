@@ -40,6 +40,11 @@ type WeatherDay struct {
 	GDDCum             float64 `json:"gdd_cum"`
 	PrecipitationCumMM float64 `json:"precipitation_cum_mm"`
 
+	// FrostDay (Tmin < 0 °C) and HeatDay (Tmax > 30 °C) mark the days
+	// the totals count (server answers only).
+	FrostDay bool `json:"frost_day,omitempty"`
+	HeatDay  bool `json:"heat_day,omitempty"`
+
 	RadiationMJ       *float64 `json:"radiation_mj_m2,omitempty"`
 	ET0MM             *float64 `json:"et0_mm,omitempty"`
 	VapourPressureHPa *float64 `json:"vapour_pressure_hpa,omitempty"`

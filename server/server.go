@@ -184,6 +184,7 @@ func (s *Server) routes() {
 		}, access: user, handle: s.handleDownload},
 		{methods: readable, paths: []string{"/files/list"}, access: user, handle: s.handleFilesList},
 		{methods: readable, paths: []string{"/fields/history"}, access: user, handle: s.handleHistory},
+		{methods: readable, paths: []string{"/fields/weather"}, access: user, handle: s.handleWeather},
 		{methods: postOnly, paths: []string{"/fields/boundaries/detect"}, access: user, heavy: true, handle: s.handleBoundaries},
 		{methods: readable, paths: []string{"/fields/value"}, access: user, handle: s.handleValue},
 		{methods: readable, paths: []string{"/rasters/get"}, access: user, handle: s.handleRaster},

@@ -57,8 +57,11 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 		return out
 	}
 	for schema, typ := range map[string]reflect.Type{
-		"IngestResult": reflect.TypeFor[api.IngestResult](),
-		"HistoryRow":   reflect.TypeFor[api.HistoryRow](),
+		"IngestResult":  reflect.TypeFor[api.IngestResult](),
+		"HistoryRow":    reflect.TypeFor[api.HistoryRow](),
+		"WeatherSeason": reflect.TypeFor[api.WeatherSeason](),
+		"WeatherDay":    reflect.TypeFor[api.WeatherDay](),
+		"WeatherTotals": reflect.TypeFor[api.WeatherTotals](),
 	} {
 		assert.Equal(t, props(schema), jsonNames(typ), "schema %s vs %s", schema, typ)
 	}

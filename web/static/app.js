@@ -32,6 +32,11 @@ const state = {
   zonesLayer: null,
   zonesQuery: null, // parameters of the drawn zones, reused by the downloads
   chart: null,
+  // Weather is opt-in (its source may be outside): once shown, every
+  // selected field's season is loaded.
+  weatherOn: false,
+  weather: null, // /fields/weather of the selected field
+  weatherChart: null,
   seq: 0, // selection generation: responses of an older selection are dropped
   pending: 0,
 };
@@ -372,6 +377,9 @@ async function selectField(name, opts = {}) {
     return;
   }
   sel.value = index;
+  state.weather = null;
+  if (state.weatherOn) loadWeather();
+  else renderWeather();
   await selectIndex(index);
 }
 
@@ -603,8 +611,129 @@ function renderChart(index, dates) {
         {},
         { label: index.toUpperCase() + " mean", stroke: "#1f5f2a", width: 2, points: { size: 7, fill: "#1f5f2a" } },
       ],
+      plugins: [seasonMarks()],
     },
     [xs, ys],
+    el,
+  );
+}
+
+// ---------- weather ----------
+
+// seasonDates are the start and end of the loaded weather season, as
+// {label, t} with t in seconds, for the charts' dashed marks.
+function seasonDates() {
+  const w = state.weather;
+  if (!w) return [];
+  return [
+    { label: "season start", t: Date.parse(w.from) / 1000 },
+    { label: "season end", t: Date.parse(w.to) / 1000 },
+  ];
+}
+
+// seasonMarks is a uPlot plugin drawing the season's start and end as
+// dashed vertical lines where they fall inside the chart's dates.
+function seasonMarks() {
+  return {
+    hooks: {
+      draw: [
+        (u) => {
+          const ctx = u.ctx;
+          const { left, top, width, height } = u.bbox;
+          ctx.save();
+          ctx.strokeStyle = "#8a4b08";
+          ctx.fillStyle = "#8a4b08";
+          ctx.lineWidth = 2 * devicePixelRatio;
+          ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+          ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+          for (const m of seasonDates()) {
+            const x = Math.round(u.valToPos(m.t, "x", true));
+            if (x < left || x > left + width) continue;
+            ctx.beginPath();
+            ctx.moveTo(x, top);
+            ctx.lineTo(x, top + height);
+            ctx.stroke();
+            ctx.fillText(m.label, x + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+          }
+          ctx.restore();
+        },
+      ],
+    },
+  };
+}
+
+// loadWeather fetches the selected field's season (its metadata's
+// start_date to harvest_date or today, and crop_type); a response for a
+// field no longer selected is dropped.
+async function loadWeather() {
+  const f = state.field;
+  if (!f) return;
+  state.weatherOn = true;
+  $("#weather-summary").textContent = "Loading the weather…";
+  try {
+    const w = await apiJSON("/fields/weather", { field_name: f.field_name });
+    if (state.field !== f) return;
+    state.weather = w;
+  } catch (e) {
+    if (state.field !== f) return;
+    state.weather = null;
+    // Weather is an aside: say why it is missing (no season registered,
+    // dates outside the source, source unavailable) without an alert.
+    renderWeather(e.message);
+    return;
+  }
+  renderWeather();
+  // The index chart gets the season's marks.
+  if (state.index) renderChart(state.index, datesOf(state.index));
+}
+
+function renderWeather(problem) {
+  const el = $("#weather-chart");
+  if (state.weatherChart) {
+    state.weatherChart.destroy();
+    state.weatherChart = null;
+  }
+  el.replaceChildren();
+  const w = state.weather;
+  $("#weather-load").hidden = state.weatherOn;
+  if (!w) {
+    el.hidden = true;
+    $("#weather-summary").textContent = problem ? "No weather: " + problem : "";
+    return;
+  }
+  const t = w.totals;
+  const cap = w.cap_c === null ? "no cap" : `cap ${fmt(w.cap_c)} °C`;
+  $("#weather-summary").textContent =
+    `${w.crop} (base ${fmt(w.base_c)} °C, ${cap}), ${w.from} → ${w.to}: ${fmt(t.gdd)} GDD, ` +
+    `${fmt(t.precipitation_mm)} mm rain, ${t.frost_days} frost day${t.frost_days === 1 ? "" : "s"}, ` +
+    `${t.heat_days} heat day${t.heat_days === 1 ? "" : "s"}.` + (w.attribution ? " " + w.attribution + "." : "");
+  el.hidden = false;
+  if (typeof uPlot === "undefined" || w.daily.length === 0) return;
+  const xs = w.daily.map((d) => Date.parse(d.date) / 1000);
+  el.setAttribute("aria-label", `Accumulated growing degree days and daily rain, ${w.from} to ${w.to}: ` +
+    `${fmt(t.gdd)} GDD and ${fmt(t.precipitation_mm)} mm in total`);
+  state.weatherChart = new uPlot(
+    {
+      width: Math.max(el.clientWidth, 240),
+      height: 170,
+      legend: { show: true },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true }, gdd: {}, mm: {} },
+      axes: [
+        { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } },
+        { scale: "gdd", stroke: "#8a4b08", grid: { stroke: "#e0e0e0" }, size: 50, label: "GDD" },
+        { scale: "mm", side: 1, stroke: "#1f4e8a", grid: { show: false }, size: 40, label: "mm" },
+      ],
+      series: [
+        {},
+        { label: "GDD (cum.)", scale: "gdd", stroke: "#8a4b08", width: 2 },
+        {
+          label: "rain (mm/day)", scale: "mm", stroke: "#1f4e8a", fill: "rgba(31,78,138,0.35)", width: 1,
+          paths: uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.8, 8] }) : undefined, points: { show: false },
+        },
+      ],
+    },
+    [xs, w.daily.map((d) => d.gdd_cum), w.daily.map((d) => d.precipitation_mm)],
     el,
   );
 }
@@ -780,8 +909,10 @@ function setup() {
     drawZones();
   });
   for (const b of document.querySelectorAll(".downloads button")) b.addEventListener("click", () => download(b.dataset.format));
+  $("#weather-load").addEventListener("click", () => loadWeather());
   new ResizeObserver(() => {
     if (state.chart && $("#chart").clientWidth > 0) state.chart.setSize({ width: $("#chart").clientWidth, height: 170 });
+    if (state.weatherChart && $("#weather-chart").clientWidth > 0) state.weatherChart.setSize({ width: $("#weather-chart").clientWidth, height: 170 });
     if (map) map.invalidateSize();
   }).observe($("#app-view"));
   setPending(0);

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,7 +41,7 @@ func TestBrowserWeather(t *testing.T) {
 	now := func() time.Time { return time.Date(2019, 12, 1, 0, 0, 0, 0, time.UTC) }
 	cfg.Source.(*weather.OpenMeteo).Now, cfg.Now = now, now
 	env := servertest.NewWith(t, archive.Config{Weather: cfg}, server.Config{})
-	ts := httptest.NewServer(env.Handler)
+	ts := httptest.NewServer(env.Server) // the page and assets are outside the OpenAPI document
 	defer ts.Close()
 
 	bg := context.Background()
@@ -79,6 +80,11 @@ func TestBrowserWeather(t *testing.T) {
 	assert.Equal(t, 1, evalInt(ctx, t, `document.querySelectorAll("#chart canvas").length`), "the index chart is drawn again with the season marks")
 	assert.Equal(t, 0, evalInt(ctx, t, `document.querySelectorAll("#messages .message.error").length`))
 	assert.Equal(t, 1, upstream.Requests())
+
+	run(ctx, t, `document.querySelector("#weather-chart").scrollIntoView({block: "end"})`)
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(screenshotDir(t), "viewer-weather.png"), png, 0o644))
 }
 
 // formatThousands is fmt() of app.js for values ≥ 1000: rounded, with commas.

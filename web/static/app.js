@@ -605,7 +605,17 @@ function renderChart(index, dates) {
       height: 170,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
+      // With a weather season loaded, the dates axis spans the season too,
+      // so its start and end marks show where the images fall in it.
+      scales: {
+        x: {
+          time: true,
+          range: (u, lo, hi) => {
+            const m = seasonDates().map((d) => d.t);
+            return m.length ? [Math.min(lo, ...m) - 86400, Math.max(hi, ...m) + 86400] : [lo, hi];
+          },
+        },
+      },
       axes: [{ stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } }, { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" }, size: 50 }],
       series: [
         {},
@@ -646,14 +656,19 @@ function seasonMarks() {
           ctx.lineWidth = 2 * devicePixelRatio;
           ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
           ctx.font = `${11 * devicePixelRatio}px sans-serif`;
-          for (const m of seasonDates()) {
+          const marks = seasonDates();
+          for (const m of marks) {
             const x = Math.round(u.valToPos(m.t, "x", true));
             if (x < left || x > left + width) continue;
             ctx.beginPath();
             ctx.moveTo(x, top);
             ctx.lineTo(x, top + height);
             ctx.stroke();
-            ctx.fillText(m.label, x + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+            // The start's label to its right, the end's to its left: both stay inside.
+            const end = m === marks[marks.length - 1] && marks.length > 1;
+            ctx.textAlign = end ? "right" : "left";
+            ctx.textBaseline = "top";
+            ctx.fillText(m.label, x + (end ? -4 : 4) * devicePixelRatio, top + 2 * devicePixelRatio);
           }
           ctx.restore();
         },

@@ -356,6 +356,9 @@ func (a *Archive) FieldWeather(ctx context.Context, u User, req WeatherRequest) 
 		return FieldWeather{}, Invalid("to: %v", err)
 	}
 	if toT.Before(fromT) {
+		if req.To == "" && fromT.After(today) {
+			return FieldWeather{}, Invalid("the season starts on %s, after today (%s): give to for a forecast", from, today.Format(time.DateOnly))
+		}
 		return FieldWeather{}, Invalid("the season ends (%s) before it starts (%s)", to, from)
 	}
 	if crop == "" && req.BaseC == nil {

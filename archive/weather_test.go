@@ -165,6 +165,12 @@ func TestFieldWeatherUpstreamFailure(t *testing.T) {
 	assert.Contains(t, err.Error(), "no metadata season")
 	_, err = core.FieldWeather(ctx, u, archive.WeatherRequest{Field: "nope", From: "2019-05-01", Crop: "maize"})
 	require.ErrorIs(t, err, archive.ErrNotFound)
+	// A season still to come (the clock is at 2019-12-20).
+	_, _, _, err = core.RegisterSeason(ctx, u, metadata.Record{FieldName: "a", StartDate: "2020-03-01", HarvestDate: "2020-09-01", CropType: "maize"})
+	require.NoError(t, err)
+	_, err = core.FieldWeather(ctx, u, archive.WeatherRequest{Field: "a"})
+	require.ErrorIs(t, err, archive.ErrInvalid)
+	assert.Contains(t, err.Error(), "after today")
 }
 
 func TestWeatherRefreshRecentDays(t *testing.T) {

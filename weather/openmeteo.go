@@ -213,6 +213,9 @@ func (o *OpenMeteo) Daily(ctx context.Context, q Query) ([]Day, error) {
 	return days, nil
 }
 
+// requiredVariables are the daily variables thermal time needs.
+var requiredVariables = []string{"temperature_2m_max", "temperature_2m_min", "precipitation_sum"}
+
 // QueryURL is the request of one range at endpoint: the daily variables in
 // °C, mm, m/s, dates in UTC.
 func QueryURL(endpoint string, lat, lon float64, from, to time.Time) string {
@@ -220,6 +223,10 @@ func QueryURL(endpoint string, lat, lon float64, from, to time.Time) string {
 	for i, v := range dailyVariables {
 		names[i] = v.name
 	}
+	return queryURL(endpoint, lat, lon, from, to, names)
+}
+
+func queryURL(endpoint string, lat, lon float64, from, to time.Time, names []string) string {
 	v := url.Values{}
 	v.Set("latitude", strconv.FormatFloat(lat, 'f', -1, 64))
 	v.Set("longitude", strconv.FormatFloat(lon, 'f', -1, 64))
@@ -246,8 +253,13 @@ type Response struct {
 }
 
 func (o *OpenMeteo) fetch(ctx context.Context, endpoint string, lat, lon float64, from, to time.Time) ([]Day, error) {
-	u := QueryURL(endpoint, lat, lon, from, to)
-	body, err := o.get(ctx, u)
+	body, err := o.get(ctx, QueryURL(endpoint, lat, lon, from, to))
+	var ue *UpstreamError
+	if errors.As(err, &ue) && ue.Status == http.StatusBadRequest && strings.Contains(ue.Reason, "WeatherVariable") {
+		// An API (or a version of it) without one of the optional daily
+		// variables refuses the whole query: ask again for the required ones.
+		body, err = o.get(ctx, queryURL(endpoint, lat, lon, from, to, requiredVariables))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -282,6 +282,18 @@ func TestOpenMeteoFailures(t *testing.T) {
 		assert.Contains(t, err.Error(), "more than 1000 bytes")
 		assert.Equal(t, 1, srv.Requests(), "not retried")
 	})
+	t.Run("an API without the optional variables", func(t *testing.T) {
+		srv := weathertest.New(days)
+		defer srv.Close()
+		srv.Refuse = []string{"temperature_2m_mean", "et0_fao_evapotranspiration"}
+		got, err := fast(srv.URL).Daily(context.Background(), q)
+		require.NoError(t, err)
+		require.Len(t, got, 31)
+		assert.Equal(t, (got[0].TminC+got[0].TmaxC)/2, got[0].TmeanC, "the mean from the extremes")
+		assert.Nil(t, got[0].RadiationMJ)
+		assert.Equal(t, 2, srv.Requests())
+		assert.Contains(t, srv.Queries()[1], "daily=temperature_2m_max%2Ctemperature_2m_min%2Cprecipitation_sum&")
+	})
 	t.Run("SSRF guard", func(t *testing.T) {
 		srv := weathertest.New(days)
 		defer srv.Close()

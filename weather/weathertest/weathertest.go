@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,10 @@ type Server struct {
 	days  map[string]weather.Day
 	first string
 	last  string
+
+	// Refuse lists daily variables answered as unknown (an older or
+	// smaller API); set it before the first request.
+	Refuse []string
 
 	requests atomic.Int64
 	mu       sync.Mutex
@@ -154,7 +159,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, n := range names {
-		if _, ok := variables[n]; !ok {
+		if _, ok := variables[n]; !ok || slices.Contains(s.Refuse, n) {
 			fail(w, http.StatusBadRequest, fmt.Sprintf("Cannot initialize WeatherVariable from invalid String value %s", n))
 			return
 		}

@@ -100,7 +100,7 @@ func TestFieldWeatherCache(t *testing.T) {
 		r := results[i]
 		assert.Equal(t, "2019-04-20", r.SeasonStart)
 		assert.Equal(t, "0.1:50.7:4.1", r.Cell)
-		assert.Equal(t, "maize", r.Crop)
+		assert.Equal(t, "Maize", r.Crop, "the crop_type as registered")
 		assert.Equal(t, want.Totals, r.Totals)
 		assert.Equal(t, sums(want.Rows), sums(r.Rows))
 	}

@@ -86,7 +86,7 @@ func CropByName(name string) (Crop, bool) {
 
 // Params are the temperatures of one GDD computation.
 type Params struct {
-	Crop  string   // the name reported
+	Crop  string   // the name reported: the crop as given (trimmed)
 	BaseC float64  // Tbase
 	CapC  *float64 // Tcap; nil: no cap
 }
@@ -96,13 +96,13 @@ type Params struct {
 // missing from the table needs base (cap stays optional). Infinite or NaN
 // temperatures and a cap not above the base are refused.
 func ParamsFor(crop string, base, capC *float64) (Params, error) {
-	p := Params{Crop: NormaliseCrop(crop)}
+	p := Params{Crop: strings.TrimSpace(crop)}
 	c, known := CropByName(crop)
 	switch {
 	case known:
 		p.BaseC, p.CapC = c.BaseC, c.CapC
 	case base == nil:
-		if p.Crop == "" {
+		if NormaliseCrop(crop) == "" {
 			return Params{}, fmt.Errorf("%w: a crop or a base temperature is required", ErrInvalid)
 		}
 		return Params{}, fmt.Errorf("%w: crop %q is not in the table (%s): give its base temperature", ErrInvalid, crop, cropNames())

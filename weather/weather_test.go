@@ -56,12 +56,12 @@ func TestParamsFor(t *testing.T) {
 		err       string
 	}{
 		{crop: "maize", wantBase: 10, wantCap: f(30), wantName: "maize"},
-		{crop: "Winter-Wheat", wantBase: 0, wantCap: f(26), wantName: "winter wheat"},
+		{crop: "Winter-Wheat", wantBase: 0, wantCap: f(26), wantName: "Winter-Wheat"},
 		{crop: "winter barley", wantBase: 0, wantCap: f(26), wantName: "winter barley"},
 		{crop: "barley", wantBase: 0, wantCap: f(26), wantName: "barley"},
 		{crop: "sugar beet", wantBase: 3, wantName: "sugar beet"},
-		{crop: "potatoes", wantBase: 7, wantName: "potato"},
-		{crop: "permanent grassland", wantBase: 5, wantName: "grassland"},
+		{crop: " potatoes", wantBase: 7, wantName: "potatoes"},
+		{crop: "permanent_grassland", wantBase: 5, wantName: "permanent_grassland"},
 		{crop: "maize", base: f(8), wantBase: 8, wantCap: f(30), wantName: "maize"},
 		{crop: "potato", cap: f(28), wantBase: 7, wantCap: f(28), wantName: "potato"},
 		{crop: "sunflower", base: f(6), wantBase: 6, wantName: "sunflower"},

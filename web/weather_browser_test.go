@@ -71,7 +71,7 @@ func TestBrowserWeather(t *testing.T) {
 	require.NoError(t, err)
 	p, _ := weather.ParamsFor("maize", nil, nil)
 	want := weather.Accumulate(days, p)
-	assert.True(t, strings.HasPrefix(summary, "maize (base 10 °C, cap 30 °C), 2019-04-15 → 2019-10-10: "), summary)
+	assert.True(t, strings.HasPrefix(summary, "Maize (base 10 °C, cap 30 °C), 2019-04-15 → 2019-10-10: "), summary)
 	assert.Contains(t, summary, formatThousands(want.Totals.GDD)+" GDD")
 	assert.Contains(t, summary, "Open-Meteo")
 	assert.True(t, eval[bool](ctx, t, `document.querySelector("#weather-load").hidden`))

@@ -49,12 +49,16 @@ func TestWeatherCLI(t *testing.T) {
 		{crop: "maize", base: 10, cap: 30.0, from: "2018-04-25", to: "2018-10-10"},
 		{crop: "winter wheat", base: 0, cap: 26.0, from: "2017-10-20", to: "2018-07-20"},
 		{crop: "sugar beet", base: 3, cap: nil, from: "2018-03-20", to: "2018-10-30"},
+		{crop: "winter_barley", base: 0, cap: 26.0, from: "2017-10-01", to: "2018-07-10"},
+		{crop: "Potato", base: 7, cap: nil, from: "2018-04-15", to: "2018-09-20"},
+		{crop: "grassland", base: 5, cap: nil, from: "2018-03-01", to: "2018-10-31"},
 		{crop: "maize", extra: []string{"--base", "8", "--cap", "32"}, base: 8, cap: 32.0, from: "2018-05-01", to: "2018-05-31"},
 		{crop: "sunflower", extra: []string{"--base", "6"}, base: 6, cap: nil, from: "2018-05-01", to: "2018-09-30"},
 	} {
 		t.Run(tc.crop+"/"+tc.from, func(t *testing.T) {
 			code, stderr, doc := runWeatherCLI(t, append([]string{"--csv", csv, "--from", tc.from, "--to", tc.to, "--crop", tc.crop}, tc.extra...)...)
 			require.Equal(t, 0, code, stderr)
+			assert.Equal(t, tc.crop, doc["crop"], "the crop as given")
 			assert.Equal(t, tc.base, doc["base_c"])
 			assert.Equal(t, tc.cap, doc["cap_c"])
 			assert.Contains(t, doc, "cap_c", "cap_c is always present, null without a cap")

@@ -233,19 +233,14 @@ func (a *Archive) RefreshWeather(ctx context.Context) (int, error) {
 		// Through WeatherDays: the cell's lock, and only the days still stale.
 		if _, err := a.WeatherDays(ctx, lat, lon, from, to); err != nil {
 			a.log.WarnContext(ctx, "weather refresh", "cell", s.Cell, "err", err)
-			firstErr = cmpErr(firstErr, err)
+			if firstErr == nil {
+				firstErr = err
+			}
 			continue
 		}
 		n++
 	}
 	return n, firstErr
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // RunWeatherRefresh calls RefreshWeather now and every interval until ctx

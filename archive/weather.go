@@ -49,7 +49,7 @@ type WeatherConfig struct {
 func OpenMeteoWeather(baseURL string, allowPrivate bool) (WeatherConfig, error) {
 	om := &weather.OpenMeteo{BaseURL: baseURL, AllowPrivate: allowPrivate, UserAgent: "cropkit"}
 	if err := om.Validate(); err != nil {
-		return WeatherConfig{}, Invalid("weather source: %v", err)
+		return WeatherConfig{}, Invalid("%v", err)
 	}
 	name := "open-meteo"
 	if baseURL != "" {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -133,4 +135,70 @@ func TestWeatherCLIErrors(t *testing.T) {
 		assert.Contains(t, stderr, tc.msg)
 		assert.Nil(t, doc, "no output on error")
 	}
+}
+
+// serve's weather flags: an Open-Meteo-compatible API whose answers are
+// kept in the data directory (a restart fetches nothing), or a local table.
+func TestServeWeatherFlags(t *testing.T) {
+	csvPath := testenv.DataDir(t, "weather", "flanders-31UES.csv")
+	table, err := weather.ReadTableFile(csvPath)
+	require.NoError(t, err)
+	upstream := weathertest.New(table.All())
+	defer upstream.Close()
+	dir := t.TempDir()
+	get := func(base, tok, query string) (int, map[string]any) {
+		req, _ := http.NewRequest("GET", base+"/fields/weather?"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var doc map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+		return resp.StatusCode, doc
+	}
+	post := func(base, tok, path, body string) {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 201, resp.StatusCode, path)
+	}
+	out, stop := startServe(t, "--data", dir, "--weather-url", upstream.URL, "--weather-allow-private")
+	base := listenURL.FindStringSubmatch(out.String())[1]
+	tok := regexp.MustCompile(`ADMIN TOKEN: (\S+)`).FindStringSubmatch(out.String())[1]
+	post(base, tok, "/fields/register", `{"field_name":"p","geometry":{"type":"Polygon","coordinates":[[[4.06,50.74],[4.061,50.74],[4.061,50.741],[4.06,50.741],[4.06,50.74]]]}}`)
+	post(base, tok, "/fields/metadata/register", `{"field_name":"p","start_date":"2019-04-01","harvest_date":"2019-08-31","crop_type":"potato"}`)
+	code, doc := get(base, tok, "field_name=p")
+	require.Equal(t, 200, code, doc)
+	assert.Equal(t, "potato", doc["crop"])
+	assert.Equal(t, weather.OpenMeteoAttribution, doc["attribution"])
+	totals := doc["totals"]
+	assert.Equal(t, 1, upstream.Requests())
+	assert.Equal(t, 0, stop())
+
+	out, stop = startServe(t, "--data", dir, "--weather-url", upstream.URL, "--weather-allow-private")
+	base = listenURL.FindStringSubmatch(out.String())[1]
+	code, doc = get(base, tok, "field_name=p")
+	require.Equal(t, 200, code, doc)
+	assert.Equal(t, totals, doc["totals"])
+	assert.Equal(t, 1, upstream.Requests(), "a restart fetches nothing")
+	assert.Equal(t, 0, stop())
+
+	out, stop = startServe(t, "--data", dir, "--weather-csv", csvPath, "--weather-attribution", "Contains modified Copernicus Climate Change Service information 2019")
+	base = listenURL.FindStringSubmatch(out.String())[1]
+	code, doc = get(base, tok, "field_name=p")
+	require.Equal(t, 200, code, doc)
+	assert.Equal(t, totals, doc["totals"], "the table gives the numbers the API gave")
+	assert.Contains(t, doc["attribution"], "Copernicus")
+	assert.Equal(t, 1, upstream.Requests())
+	assert.Equal(t, 0, stop())
+
+	code, _, errOut := runCmd(t, "", "serve", "--data", dir, "--weather-url", upstream.URL, "--weather-csv", csvPath)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not both")
+	code, _, errOut = runCmd(t, "", "serve", "--data", dir, "--weather-url", upstream.URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "127.0.0.1 refused: loopback address", "a loopback URL needs --weather-allow-private")
 }

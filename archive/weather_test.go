@@ -230,3 +230,40 @@ func mustParse(t *testing.T, s string) time.Time {
 	require.NoError(t, err)
 	return d
 }
+
+// BenchmarkFieldWeatherCached is /fields/weather's core on stored days: a
+// 179-day season read from the database and accumulated.
+func BenchmarkFieldWeatherCached(b *testing.B) {
+	ctx := context.Background()
+	table, err := weather.ReadTableFile(testenv.DataDir(b, "weather", "flanders-31UES.csv"))
+	if err != nil {
+		b.Skip(err)
+	}
+	srv := weathertest.New(table.All())
+	defer srv.Close()
+	cfg, err := archive.OpenMeteoWeather(srv.URL, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	core, err := archive.Open(ctx, b.TempDir(), true, archive.Config{Weather: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer core.Close()
+	u, _ := core.CreateUser(ctx, archive.NewUser{Name: "farmer"})
+	if _, err := core.RegisterField(ctx, u, archive.FieldInput{Name: "a", Geometry: square(4.06, 50.745)}); err != nil {
+		b.Fatal(err)
+	}
+	req := archive.WeatherRequest{Field: "a", From: "2019-04-20", To: "2019-10-15", Crop: "maize"}
+	if _, err := core.FieldWeather(ctx, u, req); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := core.FieldWeather(ctx, u, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if srv.Requests() != 1 {
+		b.Fatalf("%d upstream requests", srv.Requests())
+	}
+}

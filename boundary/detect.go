@@ -43,6 +43,7 @@ const (
 	DefaultRefineIterations = 3
 	DefaultMaxShiftPixels   = 2
 	DefaultMaxDates         = 40
+	DefaultMaxProfileDist   = 0.15
 )
 
 // Options tune Detect. The zero value is ready to use.
@@ -76,6 +77,11 @@ type Options struct {
 	// the NDVI difference in the edge strength (default 2; negative: NDVI
 	// alone).
 	BandWeight float64
+	// MaxProfileDistance vetoes the merge of two regions (of a few pixels
+	// or more) whose mean NDVI profiles over the season differ by more
+	// than this (root mean square over the dates); default
+	// DefaultMaxProfileDist, negative: no veto.
+	MaxProfileDistance float64
 	// MaxDates bounds the clear dates used, evenly spread over the season
 	// (default 40): memory is about 12 bytes per pixel and date.
 	MaxDates int
@@ -105,8 +111,9 @@ func (o Options) withDefaults() Options {
 	o.MaxPixels = cmp.Or(o.MaxPixels, DefaultMaxPixels)
 	o.MergeThreshold = cmp.Or(o.MergeThreshold, DefaultMergeThreshold)
 	o.MinSegmentPixels = cmp.Or(o.MinSegmentPixels, DefaultMinSegmentPixels)
-	o.TextureWeight = max(cmp.Or(o.TextureWeight, DefaultTextureWeight), 0) // negative: none
-	o.BandWeight = max(cmp.Or(o.BandWeight, DefaultBandWeight), 0)          // negative: NDVI only
+	o.TextureWeight = max(cmp.Or(o.TextureWeight, DefaultTextureWeight), 0)            // negative: none
+	o.BandWeight = max(cmp.Or(o.BandWeight, DefaultBandWeight), 0)                     // negative: NDVI only
+	o.MaxProfileDistance = max(cmp.Or(o.MaxProfileDistance, DefaultMaxProfileDist), 0) // negative: none
 	if o.MaxDates <= 0 {
 		o.MaxDates = DefaultMaxDates
 	}
@@ -311,7 +318,7 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 // refinement and a sieve.
 func segment(acc *profiles, o Options) (labels []int32, n int, edges []edge, err error) {
 	acc.weighBands(o.BandWeight)
-	g := newRegions(acc, o.TextureWeight)
+	g := newRegions(acc, o.TextureWeight, o.MaxProfileDistance)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))
 	labels = g.labels()

@@ -27,16 +27,37 @@ type regions struct {
 	inCnt []int32
 	// texture weighs the regions' inner edge strength in the merge cost.
 	texture float64
+	// Mean NDVI profiles: next links the pixels of a region (−1 ends the
+	// list, tail per root its last pixel); prof holds, per root of a
+	// region of at least profMinPixels, the sum and count of its clear
+	// NDVI per date (nil until needed). maxDist vetoes merges of regions
+	// whose mean profiles lie further apart (0: no veto).
+	a       *profiles
+	next    []int32
+	tail    []int32
+	prof    [][]float32
+	maxDist float64
 }
 
-func newRegions(a *profiles, texture float64) *regions {
+// profMinPixels: regions smaller than this merge by their border alone
+// (their mean profile is mostly noise and mixed pixels).
+const profMinPixels = 6
+
+func newRegions(a *profiles, texture, maxDist float64) *regions {
 	n := len(a.in)
 	g := &regions{parent: make([]int32, n), size: make([]int32, n), adj: make([][]link, n),
-		edges: a.edges(), inSum: make([]float64, n), inCnt: make([]int32, n), texture: texture}
+		edges: a.edges(), inSum: make([]float64, n), inCnt: make([]int32, n), texture: texture,
+		a: a, maxDist: maxDist}
+	if maxDist > 0 {
+		g.next, g.tail, g.prof = make([]int32, n), make([]int32, n), make([][]float32, n)
+	}
 	for i, in := range a.in {
 		g.parent[i] = -1
 		if in {
 			g.parent[i], g.size[i] = int32(i), 1
+		}
+		if g.next != nil {
+			g.next[i], g.tail[i] = -1, int32(i)
 		}
 	}
 	for _, e := range g.edges {
@@ -66,6 +87,18 @@ func (g *regions) merge(a, b int32, changed *[]int32) int32 {
 		a, b = b, a
 	}
 	g.parent[b] = a
+	if g.next != nil {
+		g.next[g.tail[a]] = b
+		g.tail[a] = g.tail[b]
+		if pa, pb := g.prof[a], g.prof[b]; pa != nil && pb != nil {
+			for k := range pa {
+				pa[k] += pb[k]
+			}
+		} else {
+			g.prof[a] = nil // recomputed from the members when needed
+		}
+		g.prof[b] = nil
+	}
 	g.size[a] += g.size[b]
 	g.size[b] = 0
 	g.inSum[a] += g.inSum[b]
@@ -227,6 +260,9 @@ func (g *regions) mergeBelow(threshold float64) {
 			q.push(candidate{cost: cur, a: ra, b: rb})
 			continue
 		}
+		if g.vetoed(ra, rb) {
+			continue
+		}
 		changed = changed[:0]
 		r := g.merge(ra, rb, &changed)
 		if in := g.inner(r); in > 1.02*queued[r] {
@@ -286,4 +322,44 @@ func (g *regions) inner(r int32) float64 {
 		return 0
 	}
 	return g.inSum[r] / float64(g.inCnt[r])
+}
+
+// profile returns root r's per-date sums and counts of clear NDVI
+// (interleaved), from its members the first time.
+func (g *regions) profile(r int32) []float32 {
+	if p := g.prof[r]; p != nil {
+		return p
+	}
+	p := make([]float32, 2*len(g.a.ndvi))
+	for i := r; i >= 0; i = g.next[i] {
+		for d, l := range g.a.ndvi {
+			if v := l[i]; v == v {
+				p[2*d] += v
+				p[2*d+1]++
+			}
+		}
+	}
+	g.prof[r] = p
+	return p
+}
+
+// vetoed reports whether roots a and b, both of at least profMinPixels,
+// have mean NDVI profiles further apart than maxDist (root mean square
+// over the dates both were seen): two crops, whatever their border says.
+// A border weakened by mixed pixels or a gap in the dates otherwise lets
+// a large field leak into its neighbour.
+func (g *regions) vetoed(a, b int32) bool {
+	if g.maxDist <= 0 || g.size[a] < profMinPixels || g.size[b] < profMinPixels {
+		return false
+	}
+	pa, pb := g.profile(a), g.profile(b)
+	sum, n := 0.0, 0
+	for k := 0; k < len(pa); k += 2 {
+		if pa[k+1] > 0 && pb[k+1] > 0 {
+			x := float64(pa[k]/pa[k+1] - pb[k]/pb[k+1])
+			sum += x * x
+			n++
+		}
+	}
+	return n > 0 && sum > g.maxDist*g.maxDist*float64(n)
 }

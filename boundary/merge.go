@@ -86,19 +86,22 @@ func (g *regions) merge(a, b int32, changed *[]int32) int32 {
 	if g.size[a] < g.size[b] {
 		a, b = b, a
 	}
-	g.parent[b] = a
 	if g.next != nil {
-		g.next[g.tail[a]] = b
-		g.tail[a] = g.tail[b]
-		if pa, pb := g.prof[a], g.prof[b]; pa != nil && pb != nil {
+		// Once either side has a profile the merged region keeps one
+		// (the other side's is computed from its members, before the
+		// lists are joined): recomputing a large region after each small
+		// one it absorbs would be quadratic.
+		if g.prof[a] != nil || g.prof[b] != nil {
+			pa, pb := g.profile(a), g.profile(b)
 			for k := range pa {
 				pa[k] += pb[k]
 			}
-		} else {
-			g.prof[a] = nil // recomputed from the members when needed
 		}
+		g.next[g.tail[a]] = b
+		g.tail[a] = g.tail[b]
 		g.prof[b] = nil
 	}
+	g.parent[b] = a
 	g.size[a] += g.size[b]
 	g.size[b] = 0
 	g.inSum[a] += g.inSum[b]

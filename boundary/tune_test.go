@@ -47,7 +47,7 @@ func TestTuneParameters(t *testing.T) {
 			fmt.Fprintf(&line, "  %s median %.3f share %.2f F1 %.2f;", chips[c].name, one.median(), one.share(), f1)
 		}
 		_, _, f1 := all.prf()
-		fmt.Printf("threshold %.4f profile distance %5.2f:%s both median %.3f share %.2f F1 %.2f\n",
+		fmt.Printf("threshold %.4f veto %5.2f:%s both median %.3f share %.2f F1 %.2f\n",
 			s.threshold, s.dist, line.String(), all.median(), all.share(), f1)
 	}
 	objective := func(cs chipScore) float64 {
@@ -66,7 +66,7 @@ func TestTuneParameters(t *testing.T) {
 		held.add(scores[best][out])
 		var one summary
 		one.add(scores[best][out])
-		fmt.Printf("held out %s: chose threshold %.4f, profile distance %.2f on %s; held-out %v\n",
+		fmt.Printf("held out %s: chose threshold %.4f, veto %.2f on %s; held-out %v\n",
 			chips[out].name, grid[best].threshold, grid[best].dist, chips[1-out].name, one)
 	}
 	fmt.Printf("cross-validated (both held-out chips pooled): %v\n", held)

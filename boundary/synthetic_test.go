@@ -474,3 +474,56 @@ func TestDetectBandsTellEquallyGreenCropsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestDetectProfileVetoKeepsCropsApart: two fields with crop calendars a
+// month and a half apart, joined by a gradual transition ten pixels wide
+// (mixed pixels, a headland sown in between), so no single pixel edge is
+// strong. Border strength alone merges them through the transition; the
+// veto on the regions' mean NDVI profiles keeps them apart.
+func TestDetectProfileVetoKeepsCropsApart(t *testing.T) {
+	g := utmGrid(60, 30)
+	const ramp = 10
+	rng := rand.New(rand.NewPCG(7, 3))
+	var scenes []boundary.Scene
+	for d := range 16 {
+		tt := float64(d) / 15
+		noise := make([]float64, g.Cols*g.Rows)
+		for i := range noise {
+			noise[i] = 0.02 * rng.NormFloat64()
+		}
+		scenes = append(scenes, &fakeScene{
+			id: fmt.Sprintf("S%02d", d), grid: g,
+			date: time.Date(2019, time.March, 15, 10, 50, 0, 0, time.UTC).AddDate(0, 0, 200*d/16),
+			ndvi: func(c, r int) float64 {
+				w := min(max(float64(c-(g.Cols-ramp)/2)/ramp, 0), 1) // 0 left, 1 right
+				left := 0.2 + 0.65/(1+math.Exp(-(tt-0.3)*12))
+				right := 0.2 + 0.65/(1+math.Exp(-(tt-0.55)*12))
+				return (1-w)*left + w*right + noise[r*g.Cols+c]
+			},
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   boundary.Options
+		fields int
+	}{
+		{"border strength alone merges them", boundary.Options{MaxShiftPixels: -1, BandWeight: -1, MaxProfileDistance: -1}, 1},
+		{"the profile veto keeps them apart", boundary.Options{MaxShiftPixels: -1, BandWeight: -1}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := boundary.Detect(context.Background(), scenes, gridAOI(t, g), tc.opts)
+			require.NoError(t, err)
+			var pixels []int
+			for _, f := range res.Fields {
+				pixels = append(pixels, f.Pixels)
+			}
+			require.Len(t, res.Fields, tc.fields, "pixels %v", pixels)
+			if tc.fields == 2 {
+				// Each keeps its own side and about half the transition.
+				for _, p := range pixels {
+					assert.InDelta(t, g.Cols*g.Rows/2, p, float64(6*g.Rows), "pixels %v", pixels)
+				}
+			}
+		})
+	}
+}

@@ -26,16 +26,25 @@ func TestTuneParameters(t *testing.T) {
 		t.Skip("set BOUNDARY_TUNE=1 to run the cross-validation")
 	}
 	chips := openCoregistered(t)
-	type setting struct{ threshold, dist float64 }
+	type setting struct{ threshold, dist, radar float64 }
 	var grid []setting
-	for _, th := range []float64{0.04, 0.045, 0.0475, 0.05, 0.055, 0.06} {
-		for _, d := range []float64{-1, 0.08, 0.1, 0.12, 0.15, 0.2} {
-			grid = append(grid, setting{th, d})
+	for _, th := range []float64{0.045, 0.0475, 0.05, 0.055} {
+		for _, d := range []float64{-1, 0.1, 0.12, 0.15, 0.2} {
+			for _, r := range []float64{0, 1, 1.25, 1.5, 2, 3} { // 0: no radar scenes
+				if d < 0 && r != 0 {
+					continue // no veto to lift
+				}
+				grid = append(grid, setting{th, d, r})
+			}
 		}
 	}
 	scores := make([][]chipScore, len(grid)) // per setting, per chip
 	for k, s := range grid {
-		own, _, _ := detectScored(t, chips, boundary.Options{MergeThreshold: s.threshold, MaxProfileDistance: s.dist})
+		opts := boundary.Options{MergeThreshold: s.threshold, MaxProfileDistance: s.dist, MaxRadarDistance: s.radar}
+		if s.radar == 0 {
+			opts.Radar = []boundary.Scene{} // optical only
+		}
+		own, _, _ := detectScored(t, chips, opts)
 		scores[k] = own
 		var line strings.Builder
 		var all summary
@@ -47,8 +56,8 @@ func TestTuneParameters(t *testing.T) {
 			fmt.Fprintf(&line, "  %s median %.3f share %.2f F1 %.2f;", chips[c].name, one.median(), one.share(), f1)
 		}
 		_, _, f1 := all.prf()
-		fmt.Printf("threshold %.4f veto %5.2f:%s both median %.3f share %.2f F1 %.2f\n",
-			s.threshold, s.dist, line.String(), all.median(), all.share(), f1)
+		fmt.Printf("threshold %.4f veto %5.2f radar %5.2f:%s both median %.3f share %.2f F1 %.2f\n",
+			s.threshold, s.dist, s.radar, line.String(), all.median(), all.share(), f1)
 	}
 	objective := func(cs chipScore) float64 {
 		var s summary
@@ -66,8 +75,8 @@ func TestTuneParameters(t *testing.T) {
 		held.add(scores[best][out])
 		var one summary
 		one.add(scores[best][out])
-		fmt.Printf("held out %s: chose threshold %.4f, veto %.2f on %s; held-out %v\n",
-			chips[out].name, grid[best].threshold, grid[best].dist, chips[1-out].name, one)
+		fmt.Printf("held out %s: chose threshold %.4f, veto %.2f, radar %.2f on %s; held-out %v\n",
+			chips[out].name, grid[best].threshold, grid[best].dist, grid[best].radar, chips[1-out].name, one)
 	}
 	fmt.Printf("cross-validated (both held-out chips pooled): %v\n", held)
 }

@@ -315,6 +315,7 @@ func TestFixtureRefusesLikeOpenMeteo(t *testing.T) {
 		{"latitude=50&longitude=4&start_date=2019-01-03&end_date=2019-01-02&daily=temperature_2m_max", "End-date must be larger"},
 		{"latitude=50&longitude=4&start_date=2019-01-01&end_date=2019-01-02&daily=snow", "invalid String value snow"},
 		{"latitude=95&longitude=4&start_date=2019-01-01&end_date=2019-01-02&daily=temperature_2m_max", "Parameter 'latitude' must be"},
+		{"latitude=50&longitude=4&start_date=2019-01-01&end_date=2019-01-02&daily=temperature_2m_max&timezone=Mars/Olympus", "Invalid timezone"},
 	} {
 		resp, err := http.Get(srv.URL + "/v1/archive?" + tc.query)
 		require.NoError(t, err)

@@ -153,6 +153,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "End-date must be larger or equals than start-date")
 		return
 	}
+	if tz := q.Get("timezone"); tz != "" && tz != "auto" {
+		if _, err := time.LoadLocation(tz); err != nil {
+			fail(w, http.StatusBadRequest, "Invalid timezone")
+			return
+		}
+	}
 	names := strings.Split(q.Get("daily"), ",")
 	if q.Get("daily") == "" {
 		fail(w, http.StatusBadRequest, "Parameter 'daily' is missing")

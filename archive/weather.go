@@ -124,7 +124,8 @@ func (a *Archive) WeatherCell(lat, lon float64) weather.Cell {
 // stored for the cell are reused and the missing or stale ones fetched in
 // one request for the cell (the span from the first to the last of them);
 // only complete answers are stored, so an upstream failure is reported,
-// never recorded.
+// never recorded. When the source fails (ErrBusy) and only stale days were
+// to be fetched again, the stored ones answer.
 func (a *Archive) WeatherDays(ctx context.Context, lat, lon float64, from, to time.Time) ([]weather.Day, error) {
 	if a.weather == nil || a.weather.cfg.Source == nil {
 		return nil, errorf(ErrBusy, "no weather source is configured")
@@ -169,7 +170,15 @@ func (a *Archive) WeatherDays(ctx context.Context, lat, lon float64, from, to ti
 	}
 	if !first.IsZero() {
 		if err := a.fetchWeather(ctx, key, clat, clon, first, last, byDate); err != nil {
-			return nil, err
+			// Stale provisional days still answer while the source fails
+			// (their refresh is tried again next time); missing ones cannot.
+			if len(cached) < n || !errors.Is(err, ErrBusy) {
+				return nil, err
+			}
+			a.log.WarnContext(ctx, "weather refresh failed: serving the stored days", "cell", key, "err", err)
+			for _, c := range cached {
+				byDate[c.Date] = c.Day
+			}
 		}
 	}
 	out := make([]weather.Day, n)

@@ -207,10 +207,19 @@ func TestWeatherRefreshRecentDays(t *testing.T) {
 	assert.Contains(t, q[3], "start_date=2019-10-14")
 	assert.Contains(t, q[3], "end_date=2019-10-20")
 
+	// A day later the source fails: the stale recent days still answer.
+	env.clock.add(25 * time.Hour)
+	env.srv.FailNext(503, 3)
+	stale, err := core.FieldWeather(ctx, u, archive.WeatherRequest{Field: "a", To: "2019-10-20"})
+	require.NoError(t, err)
+	assert.Len(t, stale.Rows, 50)
+	assert.Equal(t, 4+3, env.srv.Requests(), "the refresh was tried (with its retries)")
+	env.clock.add(-25 * time.Hour)
+
 	// The refreshed days serve the next request without a fetch.
 	_, err = core.FieldWeather(ctx, u, archive.WeatherRequest{Field: "a", To: "2019-10-20"})
 	require.NoError(t, err)
-	assert.Equal(t, 4, env.srv.Requests())
+	assert.Equal(t, 7, env.srv.Requests())
 	n, err = core.RefreshWeather(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,9 @@ func OpenMeteoWeather(baseURL string, allowPrivate bool) (WeatherConfig, error) 
 	}
 	name := "open-meteo"
 	if baseURL != "" {
-		name += " " + baseURL
+		// Without its query: an apikey is no part of the name shown and stored.
+		base, _, _ := strings.Cut(baseURL, "?")
+		name += " " + strings.TrimRight(base, "/")
 	}
 	return WeatherConfig{Source: om, Name: name, Attribution: weather.OpenMeteoAttribution, Cache: true}, nil
 }

@@ -60,7 +60,8 @@ type OpenMeteo struct {
 	// BaseURL+"/v1/forecast" (a self-hosted Open-Meteo, a test fixture).
 	// Empty means the public endpoints PublicArchiveURL and PublicForecastURL.
 	// A BaseURL ending in /v1/archive or /v1/forecast is that one endpoint,
-	// asked for every date in one request.
+	// asked for every date in one request. A query in BaseURL (apikey=… of
+	// a commercial instance) is sent with every request.
 	BaseURL string
 	// HTTPClient makes the requests; nil means the project's SSRF-guarded
 	// client (webhook.NewClient: no proxy, no redirects, private and
@@ -145,11 +146,16 @@ func (o *OpenMeteo) endpoints() (archive, forecast string) {
 	if o.BaseURL == "" {
 		return PublicArchiveURL, PublicForecastURL
 	}
-	b := strings.TrimRight(o.BaseURL, "/")
-	if strings.HasSuffix(b, "/v1/archive") || strings.HasSuffix(b, "/v1/forecast") {
-		return b, b // one endpoint serves every date
+	// A query (a commercial instance's apikey=…) goes with every request.
+	b, query, _ := strings.Cut(o.BaseURL, "?")
+	b = strings.TrimRight(b, "/")
+	if query != "" {
+		query = "?" + query
 	}
-	return b + "/v1/archive", b + "/v1/forecast"
+	if strings.HasSuffix(b, "/v1/archive") || strings.HasSuffix(b, "/v1/forecast") {
+		return b + query, b + query // one endpoint serves every date
+	}
+	return b + "/v1/archive" + query, b + "/v1/forecast" + query
 }
 
 // Validate checks BaseURL with the SSRF guard's URL rules.
@@ -227,7 +233,11 @@ func QueryURL(endpoint string, lat, lon float64, from, to time.Time) string {
 }
 
 func queryURL(endpoint string, lat, lon float64, from, to time.Time, names []string) string {
-	v := url.Values{}
+	endpoint, query, _ := strings.Cut(endpoint, "?")
+	v, _ := url.ParseQuery(query) // the endpoint's own parameters (apikey); ours replace any of the same name
+	if v == nil {
+		v = url.Values{}
+	}
 	v.Set("latitude", strconv.FormatFloat(lat, 'f', -1, 64))
 	v.Set("longitude", strconv.FormatFloat(lon, 'f', -1, 64))
 	v.Set("start_date", from.Format(time.DateOnly))
@@ -357,7 +367,7 @@ func (o *OpenMeteo) get(ctx context.Context, u string) ([]byte, error) {
 			return body, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("weather: GET %s: %w", u, ctx.Err())
+			return nil, fmt.Errorf("weather: GET %s: %w", redactURL(u), ctx.Err())
 		}
 		var ue *UpstreamError
 		if errors.As(err, &ue) {
@@ -378,7 +388,7 @@ func (o *OpenMeteo) get(ctx context.Context, u string) ([]byte, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("weather: GET %s: %w", u, ctx.Err())
+			return nil, fmt.Errorf("weather: GET %s: %w", redactURL(u), ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -409,9 +419,14 @@ func (o *OpenMeteo) once(ctx context.Context, u string) ([]byte, time.Duration, 
 	if o.UserAgent != "" {
 		req.Header.Set("User-Agent", o.UserAgent)
 	}
+	shown := redactURL(u)
 	resp, err := o.client().Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("weather: GET %s: %w", u, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = shown
+		}
+		return nil, 0, fmt.Errorf("weather: GET %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -421,17 +436,37 @@ func (o *OpenMeteo) once(ctx context.Context, u string) ([]byte, time.Duration, 
 		if json.Unmarshal(msg, &r) == nil && r.Reason != "" {
 			reason = r.Reason
 		}
-		return nil, retryAfter(resp.Header.Get("Retry-After")), &UpstreamError{URL: u, Status: resp.StatusCode, Reason: reason, Attempts: 1}
+		return nil, retryAfter(resp.Header.Get("Retry-After")), &UpstreamError{URL: shown, Status: resp.StatusCode, Reason: reason, Attempts: 1}
 	}
 	limit := cmpOr(o.MaxBytes, DefaultMaxBytes)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, 0, fmt.Errorf("weather: GET %s: read: %w", u, err)
+		return nil, 0, fmt.Errorf("weather: GET %s: read: %w", shown, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, 0, fmt.Errorf("%w: %w: GET %s: more than %d bytes", ErrUnavailable, errTooLarge, u, limit)
+		return nil, 0, fmt.Errorf("%w: %w: GET %s: more than %d bytes", ErrUnavailable, errTooLarge, shown, limit)
 	}
 	return data, 0, nil
+}
+
+// redactURL hides the values of credential-like query parameters
+// (apikey=…) in a URL shown in errors and logs.
+func redactURL(u string) string {
+	base, query, ok := strings.Cut(u, "?")
+	if !ok {
+		return u
+	}
+	v, err := url.ParseQuery(query)
+	if err != nil {
+		return base + "?…"
+	}
+	for k := range v {
+		l := strings.ToLower(k)
+		if strings.Contains(l, "key") || strings.Contains(l, "token") || strings.Contains(l, "secret") {
+			v.Set(k, "REDACTED")
+		}
+	}
+	return base + "?" + v.Encode()
 }
 
 func retryAfter(v string) time.Duration {

@@ -220,6 +220,29 @@ func TestOpenMeteoMatchesTable(t *testing.T) {
 	assert.Contains(t, q[0], "timezone=UTC")
 }
 
+func TestOpenMeteoEndpoints(t *testing.T) {
+	days := fixtureDays(t)
+	srv := weathertest.New(days)
+	defer srv.Close()
+	q := weather.Query{Lat: 50.745, Lon: 4.06, From: mustDate("2019-05-01"), To: mustDate("2019-05-03")}
+	for _, base := range []string{srv.URL + "/v1/forecast", srv.URL + "/?apikey=k", srv.URL + "/v1/archive/?apikey=k"} {
+		got, err := (&weather.OpenMeteo{BaseURL: base, AllowPrivate: true}).Daily(context.Background(), q)
+		require.NoError(t, err, base)
+		assert.Len(t, got, 3)
+	}
+	srv.FailNext(500, 1)
+	_, err := (&weather.OpenMeteo{BaseURL: srv.URL + "/?apikey=secret1", AllowPrivate: true, MaxRetries: -1}).Daily(context.Background(), q)
+	require.ErrorIs(t, err, weather.ErrUnavailable)
+	assert.NotContains(t, err.Error(), "secret1", "the key stays out of errors")
+	assert.Contains(t, err.Error(), "apikey=REDACTED")
+	qs := srv.Queries()
+	require.Len(t, qs, 4)
+	assert.NotContains(t, qs[0], "apikey")
+	assert.Contains(t, qs[1], "apikey=k")
+	assert.Contains(t, qs[2], "apikey=k")
+	assert.Contains(t, qs[2], "start_date=2019-05-01")
+}
+
 func TestOpenMeteoFailures(t *testing.T) {
 	days := fixtureDays(t)
 	q := weather.Query{Lat: 50.745, Lon: 4.06, From: mustDate("2019-05-01"), To: mustDate("2019-05-31")}

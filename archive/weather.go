@@ -428,3 +428,40 @@ func (a *Archive) FieldGDD(ctx context.Context, u User, req WeatherRequest) (map
 	}
 	return out, nil
 }
+
+// FieldGDDSpan is the daily thermal time of u's field on the dates from..to
+// (YYYY-MM-DD, inclusive) that fall in one of its metadata seasons: each
+// season accumulated from its own start_date with its crop_type, up to its
+// harvest_date or today. Dates in no season (or in a season without a
+// crop_type) are absent. This is the join of /fields/timeseries' GDD
+// column: an index date gets the GDD accumulated by then in its season.
+func (a *Archive) FieldGDDSpan(ctx context.Context, u User, fieldName, from, to string) (map[string]GDDDay, error) {
+	_, seasons, err := a.Seasons(ctx, u, fieldName)
+	if err != nil {
+		return nil, err
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	if a.weather != nil {
+		today = a.weather.today()
+	}
+	out := map[string]GDDDay{}
+	for _, s := range seasons {
+		end := s.HarvestDate
+		if end == "" || end > today.Format(time.DateOnly) {
+			end = today.Format(time.DateOnly)
+		}
+		if s.CropType == "" || s.StartDate > to || end < from || end < s.StartDate {
+			continue
+		}
+		fw, err := a.FieldWeather(ctx, u, WeatherRequest{Field: fieldName, Season: s.StartDate})
+		if err != nil {
+			return nil, fmt.Errorf("season %s: %w", s.StartDate, err)
+		}
+		for _, r := range fw.Rows {
+			if r.Date >= from && r.Date <= to {
+				out[r.Date] = GDDDay{GDD: r.GDD, GDDCum: r.GDDCum}
+			}
+		}
+	}
+	return out, nil
+}

@@ -123,6 +123,20 @@ func TestFieldWeatherCache(t *testing.T) {
 	assert.Contains(t, q, "start_date=2019-04-01")
 	assert.Contains(t, q, "end_date=2019-10-31", "one request spans the missing days")
 
+	// Two seasons of one field, joined by date over a span crossing both.
+	_, _, _, err = core.RegisterSeason(ctx, u, metadata.Record{FieldName: "f05", StartDate: "2018-10-05", HarvestDate: "2019-04-10", CropType: "winter barley"})
+	require.NoError(t, err)
+	span, err := core.FieldGDDSpan(ctx, u, "f05", "2019-03-01", "2019-05-31")
+	require.NoError(t, err)
+	barley, err := core.FieldWeather(ctx, u, archive.WeatherRequest{Field: "f05", Season: "2018-10-05"})
+	require.NoError(t, err)
+	assert.Equal(t, "winter barley", barley.Crop)
+	assert.Equal(t, barley.Totals.GDD, span["2019-04-10"].GDDCum, "the barley season's sum at its harvest")
+	assert.NotContains(t, span, "2019-04-15", "between the seasons")
+	assert.Equal(t, want.Rows[0].GDD, span["2019-04-20"].GDDCum, "the maize season starts again from zero")
+	assert.Equal(t, want.Rows[41].GDDCum, span["2019-05-31"].GDDCum)
+	assert.Len(t, span, 41+42)
+
 	// GDD by date for the time series join.
 	gdd, err := core.FieldGDD(ctx, u, archive.WeatherRequest{Field: "f03"})
 	require.NoError(t, err)

@@ -18,15 +18,21 @@ import (
 // and counts. It shares no code with the package.
 const referenceScript = `
 import csv, json, sys
-path, start, end, base = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-cap = None if sys.argv[5] == "none" else float(sys.argv[5])
-rows = []
-gcum = pcum = 0.0
-frost = heat = 0
+path, start, end = sys.argv[1], sys.argv[2], sys.argv[3]
+days = []
 with open(path, newline="") as f:
     for r in csv.DictReader(f):
-        if not (start <= r["date"] <= end):
-            continue
+        if start <= r["date"] <= end:
+            days.append(r)
+out = []
+for spec in sys.argv[4:]:
+    b, c = spec.split("/")
+    base = float(b)
+    cap = None if c == "none" else float(c)
+    rows = []
+    gcum = pcum = 0.0
+    frost = heat = 0
+    for r in days:
         tmin = float(r["temperature_min (K)"]) - 273.15
         tmax = float(r["temperature_max (K)"]) - 273.15
         tmean = float(r["temperature_mean (K)"]) - 273.15
@@ -38,7 +44,8 @@ with open(path, newline="") as f:
         frost += tmin < 0
         heat += tmax > 30
         rows.append(dict(date=r["date"], tmin=tmin, tmax=tmax, tmean=tmean, p=p, gdd=g, gcum=gcum, pcum=pcum))
-json.dump(dict(rows=rows, gdd=gcum, p=pcum, frost=frost, heat=heat), sys.stdout)
+    out.append(dict(rows=rows, gdd=gcum, p=pcum, frost=frost, heat=heat))
+json.dump(out, sys.stdout)
 `
 
 type reference struct {
@@ -72,18 +79,25 @@ func TestSeasonMatchesIndependentComputation(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, days, weather.Days(from, to))
 		var sawFrost, sawHeat bool
-		for _, c := range crops {
+		args := []string{"-c", referenceScript, path, s.from, s.to}
+		params := make([]weather.Params, len(crops))
+		for i, c := range crops {
+			params[i], err = weather.ParamsFor(c.Name, nil, nil)
+			require.NoError(t, err)
+			capArg := "none"
+			if params[i].CapC != nil {
+				capArg = jsonNumber(*params[i].CapC)
+			}
+			args = append(args, jsonNumber(params[i].BaseC)+"/"+capArg)
+		}
+		out, err := exec.Command(python, args...).Output()
+		require.NoError(t, err)
+		var refs []reference
+		require.NoError(t, json.Unmarshal(out, &refs))
+		require.Len(t, refs, len(crops))
+		for i, c := range crops {
 			t.Run(s.table+"/"+s.from+"/"+c.Name, func(t *testing.T) {
-				p, err := weather.ParamsFor(c.Name, nil, nil)
-				require.NoError(t, err)
-				capArg := "none"
-				if p.CapC != nil {
-					capArg = jsonNumber(*p.CapC)
-				}
-				out, err := exec.Command(python, "-c", referenceScript, path, s.from, s.to, jsonNumber(p.BaseC), capArg).Output()
-				require.NoError(t, err)
-				var ref reference
-				require.NoError(t, json.Unmarshal(out, &ref))
+				ref, p := refs[i], params[i]
 				season := weather.Accumulate(days, p)
 				require.Len(t, season.Rows, len(ref.Rows))
 				for i, r := range season.Rows {

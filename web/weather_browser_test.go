@@ -74,17 +74,27 @@ func TestBrowserWeather(t *testing.T) {
 	assert.True(t, strings.HasPrefix(summary, "Maize (base 10 °C, cap 30 °C), 2019-04-15 → 2019-10-10: "), summary)
 	assert.Contains(t, summary, formatThousands(want.Totals.GDD)+" GDD")
 	assert.Contains(t, summary, "Open-Meteo")
-	assert.True(t, eval[bool](ctx, t, `document.querySelector("#weather-load").hidden`))
+	assert.Equal(t, "Hide the weather", evalString(ctx, t, `document.querySelector("#weather-load").textContent`))
 	assert.False(t, eval[bool](ctx, t, `document.querySelector("#weather-chart").hidden`))
 	assert.Contains(t, evalString(ctx, t, `document.querySelector("#weather-chart").getAttribute("aria-label")`), "growing degree days and daily rain")
 	assert.Equal(t, 1, evalInt(ctx, t, `document.querySelectorAll("#chart canvas").length`), "the index chart is drawn again with the season marks")
 	assert.Equal(t, 0, evalInt(ctx, t, `document.querySelectorAll("#messages .message.error").length`))
 	assert.Equal(t, 1, upstream.Requests())
 
+	// The choice is remembered: a reload shows the weather at once.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload()))
+	waitJS(ctx, t, "the weather chart after a reload", idle+` && document.querySelector("#weather-chart canvas") !== null`)
+	assert.Equal(t, 1, upstream.Requests(), "served from the archive's cache")
+
 	run(ctx, t, `document.querySelector("#weather-chart").scrollIntoView({block: "end"})`)
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(screenshotDir(t), "viewer-weather.png"), png, 0o644))
+
+	// Hidden again: no chart, no marks, and remembered off.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#weather-load"))))
+	waitJS(ctx, t, "the weather hidden", `document.querySelector("#weather-chart").hidden && document.querySelector("#weather-summary").textContent === ""`)
+	assert.Equal(t, "0", evalString(ctx, t, `localStorage.getItem("cropkit.weather")`))
 }
 
 // formatThousands is fmt() of app.js for values ≥ 1000: rounded, with commas.

@@ -9,6 +9,7 @@
 
 const TOKEN_KEY = "cropkit.token";
 const OSM_KEY = "cropkit.osm";
+const WEATHER_KEY = "cropkit.weather"; // "1": weather shown (opt-in, remembered like the map tiles)
 const OSM_URL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
 const UNITS = { n_fertilizer: "kg N/ha", seeding: "seeds/ha" };
 // Sequential light-to-dark ramp for doses (ColorBrewer YlGn, 5 classes).
@@ -34,7 +35,7 @@ const state = {
   chart: null,
   // Weather is opt-in (its source may be outside): once shown, every
   // selected field's season is loaded.
-  weatherOn: false,
+  weatherOn: localStorage.getItem(WEATHER_KEY) === "1",
   weather: null, // /fields/weather of the selected field
   weatherChart: null,
   seq: 0, // selection generation: responses of an older selection are dropped
@@ -684,6 +685,7 @@ async function loadWeather() {
   const f = state.field;
   if (!f) return;
   state.weatherOn = true;
+  localStorage.setItem(WEATHER_KEY, "1");
   $("#weather-summary").textContent = "Loading the weather…";
   try {
     const w = await apiJSON("/fields/weather", { field_name: f.field_name });
@@ -710,7 +712,7 @@ function renderWeather(problem) {
   }
   el.replaceChildren();
   const w = state.weather;
-  $("#weather-load").hidden = state.weatherOn;
+  $("#weather-load").textContent = state.weatherOn ? "Hide the weather" : "Show growing degree days and rain";
   if (!w) {
     el.hidden = true;
     $("#weather-summary").textContent = problem ? "No weather: " + problem : "";
@@ -924,7 +926,17 @@ function setup() {
     drawZones();
   });
   for (const b of document.querySelectorAll(".downloads button")) b.addEventListener("click", () => download(b.dataset.format));
-  $("#weather-load").addEventListener("click", () => loadWeather());
+  $("#weather-load").addEventListener("click", () => {
+    if (!state.weatherOn) {
+      loadWeather();
+      return;
+    }
+    state.weatherOn = false;
+    state.weather = null;
+    localStorage.setItem(WEATHER_KEY, "0");
+    renderWeather();
+    if (state.index) renderChart(state.index, datesOf(state.index)); // without the season marks
+  });
   new ResizeObserver(() => {
     if (state.chart && $("#chart").clientWidth > 0) state.chart.setSize({ width: $("#chart").clientWidth, height: 170 });
     if (state.weatherChart && $("#weather-chart").clientWidth > 0) state.weatherChart.setSize({ width: $("#weather-chart").clientWidth, height: 170 });

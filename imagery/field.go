@@ -73,6 +73,9 @@ func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []s
 func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string, indices int) (fr *FieldRaster, release func(), err error) {
 	for _, name := range bands {
 		if _, ok := s.bands[name]; !ok {
+			if e, ok := s.unreadable[name]; ok {
+				return nil, nil, fmt.Errorf("%w: scene %s: %w", ErrMissingBand, s.id, e)
+			}
 			return nil, nil, fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
 		}
 	}

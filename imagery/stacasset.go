@@ -201,10 +201,10 @@ func scaleOffset(sp, op *float64) (scale, add float64) {
 type assetFormat int
 
 const (
-	formatGeoTIFF   assetFormat = iota // image/tiff, a COG, .tif
-	formatUnknown                      // no media type and no telling extension: tried as a GeoTIFF
-	formatJPEG2000                     // image/jp2, .jp2: not readable here
-	formatOther                        // another media type (PNG, XML…)
+	formatGeoTIFF  assetFormat = iota // image/tiff, a COG, .tif
+	formatUnknown                     // no media type and no telling extension: tried as a GeoTIFF
+	formatJPEG2000                    // image/jp2, .jp2: not readable here
+	formatOther                       // another media type (PNG, XML…)
 )
 
 // formatOf classifies an asset by its media type, else by its href's extension.

@@ -336,7 +336,7 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	st := w.core.Store()
 	rec := archive.SceneItem{Collection: args.Collection, ID: it.ID, Datetime: it.Datetime, Updated: args.Updated,
-		Source: it.Base, Fields: map[int64]int64{}}
+		Source: it.Source(), Fields: map[int64]int64{}}
 	ids := make([]int64, 0, len(args.Fields))
 	for _, ref := range args.Fields {
 		f, err := st.FieldByID(ctx, ref.ID)
@@ -412,5 +412,5 @@ func (w *Watcher) ingestItem(ctx context.Context, it stac.Item, ids []int64) (ar
 	}
 	defer scene.Close()
 	// Recorded as a source, so boundary detection can read the item again.
-	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Base})
+	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Source()})
 }

@@ -222,9 +222,10 @@ func (s *Scene) addBand(b *band) {
 func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallback time.Time, isURL bool) error {
 	if len(s.bands) == 0 {
 		// An item whose bands all exist only in unreadable assets says why.
-		for _, name := range slices.Sorted(maps.Keys(s.unreadable)) {
-			if name != "SCL" && name != "CLM" {
-				return s.unreadable[name]
+		names := append([]string{"B04", "B08", "B02", "B03"}, slices.Sorted(maps.Keys(s.unreadable))...)
+		for _, name := range names {
+			if e, ok := s.unreadable[name]; ok && name != "SCL" && name != "CLM" {
+				return fmt.Errorf("no readable band: %w", e)
 			}
 		}
 		return errors.New("no reflectance band (B01…B12, B8A) found")

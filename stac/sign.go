@@ -70,17 +70,30 @@ func (s *SASSigner) Token(ctx context.Context, collection string, refresh bool) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.tokens[collection]; ok && !refresh && now().Before(t.expiry) {
+		if t.token == "" {
+			return "", fmt.Errorf("%w %s (cached answer of %s)", ErrNoToken, collection, s.URL)
+		}
 		return t.token, nil
 	}
 	t, err := s.fetch(ctx, collection, now())
-	if err != nil {
+	if errors.Is(err, ErrNoToken) {
+		// Remembered for a while: every band request would ask again.
+		t = sasToken{expiry: now().Add(s.margin())}
+	} else if err != nil {
 		return "", err
 	}
 	if s.tokens == nil {
 		s.tokens = map[string]sasToken{}
 	}
 	s.tokens[collection] = t
-	return t.token, nil
+	return t.token, err
+}
+
+func (s *SASSigner) margin() time.Duration {
+	if s.Margin > 0 {
+		return s.Margin
+	}
+	return DefaultTokenMargin
 }
 
 // fetch asks the service for collection's token. Errors name the service
@@ -126,11 +139,7 @@ func (s *SASSigner) fetch(ctx context.Context, collection string, now time.Time)
 		// No usable expiry: use the token for this request only.
 		exp = now
 	}
-	margin := s.Margin
-	if margin <= 0 {
-		margin = DefaultTokenMargin
-	}
-	margin = min(margin, exp.Sub(now)/2)
+	margin := min(s.margin(), exp.Sub(now)/2)
 	return sasToken{token: strings.TrimPrefix(body.Token, "?"), expiry: exp.Add(-margin)}, nil
 }
 

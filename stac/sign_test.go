@@ -82,7 +82,7 @@ func TestDefaultPlanetaryComputerSigning(t *testing.T) {
 	assets["B05"] = map[string]any{"href": "https://sentinel2l2a01.blob.core.windows.net/sentinel2-l2/31/U/ES/missing.tif", "type": "image/tiff"}
 	raw, err := json.Marshal(map[string]any{"type": "Feature", "id": "S2B_MSIL2A_20190620", "collection": "sentinel-2-l2a",
 		"properties": map[string]any{"datetime": "2019-06-20T10:57:03Z", "platform": "Sentinel-2B", "s2:processing_baseline": "02.12"},
-		"assets": assets})
+		"assets":     assets})
 	require.NoError(t, err)
 	item, err := stac.ParseItem(raw, "https://planetarycomputer.microsoft.com/api/stac/v1/search")
 	require.NoError(t, err)
@@ -151,6 +151,7 @@ func TestSASSignerCache(t *testing.T) {
 	assert.Equal(t, "se=x&sig=T4", tok, "refresh forces a new one")
 	_, err = s.Token(ctx, "unknown", false)
 	require.ErrorIs(t, err, stac.ErrNoToken)
+	_, err = s.Token(ctx, "unknown", false)
+	require.ErrorIs(t, err, stac.ErrNoToken, "the 404 is remembered")
 	assert.Equal(t, 5, calls)
 }
-

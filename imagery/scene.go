@@ -442,6 +442,23 @@ func (s *Scene) Bands() []string {
 	return slices.Sorted(maps.Keys(s.bands))
 }
 
+// CheckBands reports whether the scene can read every band of names: nil,
+// or an error wrapping ErrMissingBand for the first it cannot, with the
+// reason when the item names the band only in assets cropkit does not read
+// (an *AssetError: JPEG 2000 only…).
+func (s *Scene) CheckBands(names ...string) error {
+	for _, name := range names {
+		if _, ok := s.bands[name]; ok {
+			continue
+		}
+		if e, ok := s.unreadable[name]; ok {
+			return fmt.Errorf("%w: scene %s: %w", ErrMissingBand, s.id, e)
+		}
+		return fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
+	}
+	return nil
+}
+
 // MaskBand is "SCL", "CLM" or "" when the scene has no mask.
 func (s *Scene) MaskBand() string {
 	if s.mask == nil {

@@ -210,6 +210,9 @@ const (
 // formatOf classifies an asset by its media type, else by its href's extension.
 func formatOf(mediaType, href string) assetFormat {
 	t := strings.ToLower(mediaType)
+	if strings.Contains(t, "octet-stream") {
+		t = "" // says nothing: the extension decides
+	}
 	switch {
 	case strings.Contains(t, "tiff") || strings.Contains(t, "geotiff") || strings.Contains(t, "cloud-optimized"):
 		return formatGeoTIFF
@@ -352,6 +355,12 @@ func (c assetCandidate) compare(d assetCandidate) int {
 func assetBand(key string, a stacAsset) string {
 	if n := stacBandName(key); n != "" {
 		return n
+	}
+	// Earth Search's format twins: red-jp2, scl-jp2.
+	if i := strings.LastIndexByte(key, '-'); i > 0 {
+		if n := stacBandName(key[:i]); n != "" {
+			return n
+		}
 	}
 	bands := a.EOBands
 	if len(bands) == 0 {

@@ -150,3 +150,34 @@ func TestSTACSensor(t *testing.T) {
 		assert.ErrorIs(t, err, ErrUnsupportedSensor)
 	}
 }
+
+// An item whose B05 exists only as JPEG 2000 still gives the indices of its
+// readable bands; an index needing B05 fails with the reason, and an item
+// whose mask is unreadable is refused (its clouds would count).
+func TestUnreadableBandNamesReason(t *testing.T) {
+	dir := t.TempDir()
+	writeSyntheticScene(t, dir, nil)
+	item := func(scl string) []byte {
+		return []byte(`{"type":"Feature","id":"x","properties":{"datetime":"2022-03-15T10:56:31Z","s2:processing_baseline":"02.14"},"assets":{
+			"red":{"href":"B04.tif","type":"image/tiff"},"nir":{"href":"B08.tif","type":"image/tiff"},
+			"rededge1-jp2":{"href":"B05.jp2","type":"image/jp2","eo:bands":[{"name":"rededge1"}]},` + scl + `}}`)
+	}
+	ctx := t.Context()
+	s, err := OpenSTACItem(ctx, item(`"scl":{"href":"SCL.tif","type":"image/tiff"}`), filepath.Join(dir, "item.json"), SceneOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, []string{"B04", "B08"}, s.Bands())
+	ps, err := s.FieldProducts(ctx, wholeChip(t), []string{"ndvi"}, nil)
+	require.NoError(t, err)
+	assert.Len(t, ps, 1)
+	_, err = s.FieldProducts(ctx, wholeChip(t), []string{"ndre"}, nil)
+	require.ErrorIs(t, err, ErrMissingBand)
+	require.ErrorIs(t, err, ErrUnreadableAsset)
+	assert.ErrorContains(t, err, "band B05: JPEG 2000 only: not supported")
+	assert.ErrorContains(t, s.CheckBands("B08", "B05"), "JPEG 2000 only")
+	assert.NoError(t, s.CheckBands("B04", "B08"))
+
+	_, err = OpenSTACItem(ctx, item(`"scl-jp2":{"href":"SCL.jp2","type":"image/jp2"}`), filepath.Join(dir, "item.json"), SceneOptions{})
+	require.ErrorIs(t, err, ErrUnreadableAsset)
+	assert.ErrorContains(t, err, "mask: band SCL: JPEG 2000 only")
+}

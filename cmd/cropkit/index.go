@@ -202,10 +202,8 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 	for _, s := range scenes {
 		for _, name := range job.indices {
 			ix, _ := cat.Lookup(name)
-			for _, b := range ix.Bands {
-				if !slices.Contains(s.Bands(), b) {
-					return fmt.Errorf("scene %s lacks band %s needed by %s", s.ID(), b, name)
-				}
+			if err := s.CheckBands(ix.Bands...); err != nil {
+				return fmt.Errorf("index %s: %w", name, err)
 			}
 		}
 	}

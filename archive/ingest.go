@@ -23,6 +23,7 @@ import (
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/webhook"
 )
@@ -87,10 +88,37 @@ func isHTTPURL(s string) bool {
 	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
+// OpenScene opens src with this archive's read options: a scene folder or
+// STAC item file as imagery.OpenScene does, or the URL of a remote STAC
+// item through the catalogue client (package stac), so it is read as the
+// watcher reads catalogue items: hrefs resolve against the URL, no local
+// file is ever opened, one readable asset per band, Planetary Computer
+// assets signed (every asset with Config.SignURL). Untrusted URLs go through
+// the SSRF guard (Config.IngestAllowPrivate).
+func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions) (*imagery.Scene, error) {
+	if !isHTTPURL(src) {
+		return imagery.OpenScene(ctx, src, a.SceneOptions(src, opts))
+	}
+	c := stac.NewClient(a.allowPriv || !opts.Untrusted, sceneFetchTimeout)
+	if a.signURL != "" {
+		// The operator named the token service: it may be private.
+		if err := c.UseTokenService(a.signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
+			return nil, err
+		}
+	}
+	it, err := c.GetItem(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("scene %s: %w", src, err)
+	}
+	so := a.ReadOptions()
+	so.Date = opts.Date
+	return c.OpenScene(ctx, it, so)
+}
+
 // Ingest opens the scene at src (a scene folder, a STAC item path or URL)
 // and ingests it (IngestScene).
 func (a *Archive) Ingest(ctx context.Context, src string, opts IngestOptions) (IngestResult, error) {
-	scene, err := imagery.OpenScene(ctx, src, a.SceneOptions(src, opts))
+	scene, err := a.OpenScene(ctx, src, opts)
 	if err != nil {
 		return IngestResult{}, Invalid("ingest: %v", err)
 	}

@@ -143,6 +143,23 @@ func (s *SASSigner) fetch(ctx context.Context, collection string, now time.Time)
 	return sasToken{token: strings.TrimPrefix(body.Token, "?"), expiry: exp.Add(-margin)}, nil
 }
 
+// UseTokenService makes c sign every asset request of OpenScene, whatever
+// its host, with tokens of the SAS token service at serviceURL (the same
+// protocol as PlanetaryComputerSASURL: a mirror, a proxy, a test double).
+// hc fetches the tokens; nil means c's HTTPClient.
+func (c *Client) UseTokenService(serviceURL string, hc *http.Client) error {
+	u, err := url.Parse(serviceURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("stac: token service %q: want an http(s) URL", serviceURL)
+	}
+	if hc == nil {
+		hc = c.httpClient()
+	}
+	c.Signer = &SASSigner{URL: serviceURL, HTTPClient: hc}
+	c.SignHost = func(string) bool { return true }
+	return nil
+}
+
 // IsPlanetaryComputerHost reports whether host is Planetary Computer's blob
 // storage (*.blob.core.windows.net), whose assets need a SAS token.
 func IsPlanetaryComputerHost(host string) bool {

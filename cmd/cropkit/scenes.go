@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -40,12 +39,9 @@ func configureSigning(c *stac.Client, signURL string) error {
 	if signURL == "" {
 		return nil
 	}
-	u, err := url.Parse(signURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--sign-url %q: want an http(s) URL", signURL)
+	if err := c.UseTokenService(signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
+		return fmt.Errorf("--sign-url: %w", err)
 	}
-	c.Signer = &stac.SASSigner{URL: signURL, HTTPClient: webhook.NewClient(true, sceneFetchTimeout)}
-	c.SignHost = func(string) bool { return true }
 	return nil
 }
 

@@ -23,8 +23,8 @@ import (
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/webhook"
 )
 

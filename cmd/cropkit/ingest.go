@@ -95,4 +95,3 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		len(scenes)-len(errs), total.Fields, total.Usable, total.Unusable, total.Skipped, total.Failed, time.Since(start).Round(time.Millisecond))
 	return errors.Join(errs...)
 }
-

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime/debug"
@@ -23,7 +22,6 @@ import (
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/webhook"
 )
@@ -55,7 +53,7 @@ type IngestResult = api.IngestResult
 // FieldFailure is the failed ingestion of one field.
 type FieldFailure = api.FieldFailure
 
-// sceneFetchTimeout bounds one HTTP request of an untrusted remote scene.
+// sceneFetchTimeout bounds one HTTP request of a remote scene.
 const sceneFetchTimeout = 5 * time.Minute
 
 // ReadOptions are the imagery options every scene this archive reads
@@ -63,24 +61,6 @@ const sceneFetchTimeout = 5 * time.Minute
 // the field pixel cap and the shared memory budget.
 func (a *Archive) ReadOptions() imagery.SceneOptions {
 	return imagery.SceneOptions{MaxFieldPixels: a.maxPixels, Budget: a.budget}
-}
-
-// SceneOptions are the imagery options of an ingestion of src.
-func (a *Archive) SceneOptions(src string, opts IngestOptions) imagery.SceneOptions {
-	so := a.ReadOptions()
-	so.Date = opts.Date
-	if !opts.Untrusted || !isHTTPURL(src) {
-		return so
-	}
-	client := webhook.NewClient(a.allowPriv, sceneFetchTimeout)
-	so.HTTPClient = client
-	so.Open = func(ctx context.Context, name string) (io.ReaderAt, error) {
-		if !isHTTPURL(name) {
-			return nil, fmt.Errorf("asset %q: a scene fetched by URL may only reference http(s) assets", name)
-		}
-		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), client, name)
-	}
-	return so
 }
 
 func isHTTPURL(s string) bool {
@@ -96,8 +76,10 @@ func isHTTPURL(s string) bool {
 // assets signed (every asset with Config.SignURL). Untrusted URLs go through
 // the SSRF guard (Config.IngestAllowPrivate).
 func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions) (*imagery.Scene, error) {
+	so := a.ReadOptions()
+	so.Date = opts.Date
 	if !isHTTPURL(src) {
-		return imagery.OpenScene(ctx, src, a.SceneOptions(src, opts))
+		return imagery.OpenScene(ctx, src, so)
 	}
 	c := stac.NewClient(a.allowPriv || !opts.Untrusted, sceneFetchTimeout)
 	if a.signURL != "" {
@@ -110,8 +92,6 @@ func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions)
 	if err != nil {
 		return nil, fmt.Errorf("scene %s: %w", src, err)
 	}
-	so := a.ReadOptions()
-	so.Date = opts.Date
 	return c.OpenScene(ctx, it, so)
 }
 

@@ -36,8 +36,12 @@ func TestIndexRemoteRealItems(t *testing.T) {
 	for _, name := range []string{"pc-s2l2a-S2B", "earthsearch-v1-s2l2a-S2A_32TMT_20200305_1", "earthsearch-v0"} {
 		t.Run(name, func(t *testing.T) {
 			it := ri.Item(t, name)
+			u := it.URL
+			if strings.HasPrefix(name, "earthsearch-v0") {
+				u = strings.Replace(u, "127.0.0.1", "localhost", 1) // named by host name
+			}
 			out := t.TempDir()
-			_, err := runIndexArgs(t, "--scene", it.URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+			_, err := runIndexArgs(t, "--scene", u, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
 			require.NoError(t, err)
 			for _, idx := range []string{"ndvi", "ndmi"} {
 				want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-20", idx+".json"))
@@ -169,4 +173,19 @@ func TestIngestRemoteRealItems(t *testing.T) {
 	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, ri.Item(t, "pc-landsat").URL)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "Landsat 9 item: not supported")
+}
+
+func TestNamesPrivateHost(t *testing.T) {
+	ctx := context.Background()
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:8080/item.json":     true,
+		"http://localhost:8080/item.json":     true,
+		"http://[::1]/item.json":              true,
+		"http://10.1.2.3/item.json":           true,
+		"https://8.8.8.8/item.json":           false,
+		"http://169.254.169.254/latest":       true,
+		"https://no-such-host.invalid/x.json": false,
+	} {
+		assert.Equal(t, want, namesPrivateHost(ctx, u), u)
+	}
 }

@@ -99,7 +99,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	reg, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
 	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
-		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL, Weather: weatherCfg})
+		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL, SignURL: mon.signURL, Weather: weatherCfg})
 	if err != nil {
 		return err
 	}

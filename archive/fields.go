@@ -374,3 +374,18 @@ func encodeSeasons(seasons metadata.Seasons) ([]Season, error) {
 	}
 	return out, nil
 }
+
+// geometryJSON is a GeoJSON MultiPolygon.
+type geometryJSON struct {
+	Type        string           `json:"type"`
+	Coordinates orb.MultiPolygon `json:"coordinates"`
+}
+
+// EncodeGeometry is the stored (and answered) GeoJSON of a field outline.
+func EncodeGeometry(mp orb.MultiPolygon) (string, error) {
+	b, err := json.Marshal(geometryJSON{Type: "MultiPolygon", Coordinates: mp})
+	if err != nil {
+		return "", fmt.Errorf("encode geometry: %w", err)
+	}
+	return string(b), nil
+}

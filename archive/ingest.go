@@ -282,7 +282,7 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 	}
 	rr, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Products: stored,
 		Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
-			return notification(f, changed, prev)
+			return Notification(f, changed, prev)
 		}})
 	if err != nil {
 		if key != "" {

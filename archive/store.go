@@ -7,7 +7,6 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/webhook"
-	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
 // Store is the archive's database: accounts, tokens, fields, seasons,
@@ -103,11 +102,11 @@ type SceneRecord struct {
 // Outbox is the webhook registrations and the durable outbox the dispatcher delivers.
 type Outbox interface {
 	webhook.Store
-	RegisterLimit(ctx context.Context, owner, rawURL string, max int) (sqlstore.Registration, error)
-	List(ctx context.Context, owner string) ([]sqlstore.Registration, error)
+	RegisterLimit(ctx context.Context, owner, rawURL string, max int) (webhook.Registration, error)
+	List(ctx context.Context, owner string) ([]webhook.Registration, error)
 	Delete(ctx context.Context, owner string, id int64) error
 	DeleteURL(ctx context.Context, owner, rawURL string) error
-	Deliveries(ctx context.Context, owner string, limit int) ([]sqlstore.DeliveryState, error)
+	Deliveries(ctx context.Context, owner string, limit int) ([]webhook.DeliveryState, error)
 }
 
 // ProductRecord is one field's products of one scene date, recorded with

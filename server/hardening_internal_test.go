@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 )
 
 // A storage ErrBusy (SQLite's lock held by another process past the busy
@@ -34,7 +35,7 @@ func TestBusyIs503(t *testing.T) {
 func newTestServer(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
 	ctx := context.Background()
-	core, err := archive.Open(ctx, t.TempDir(), true, archive.Config{})
+	core, err := backend.Open(ctx, t.TempDir(), true, archive.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { core.Close() })
 	tok, _, err := core.EnsureAdmin(ctx)

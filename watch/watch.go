@@ -107,7 +107,7 @@ type queue interface {
 }
 
 // New migrates the job tables of driver's database and returns a watcher
-// whose jobs run on it. driver is the archive's (archive.JobsDriver for
+// whose jobs run on it. driver is the archive store's (store.JobsDriver for
 // the embedded database); another database passes its own river driver.
 func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx]) (*Watcher, error) {
 	if cfg.Archive == nil || cfg.Catalog == "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/store"
 	"github.com/cropkit/cropkit/watch"
 )
 
@@ -74,7 +75,7 @@ func newRegistry() (*prometheus.Registry, *watch.Metrics) {
 // returned function stops it (letting jobs in flight finish) and releases
 // its queue.
 func startWatcher(ctx context.Context, core *archive.Archive, cfg watch.Config) (func() error, error) {
-	drv, closeDrv, err := core.JobsDriver(ctx)
+	drv, closeDrv, err := store.JobsDriver(ctx, core.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.
 // server on the same data directory).
 func watchOnce(ctx context.Context, core *archive.Archive, cfg watch.Config, grace time.Duration, stdout io.Writer) error {
 	cfg.Poll = -1 // the one poll is RunOnce's
-	drv, closeDrv, err := core.JobsDriver(ctx)
+	drv, closeDrv, err := store.JobsDriver(ctx, core.Store())
 	if err != nil {
 		return err
 	}

@@ -144,3 +144,27 @@ type HistoryRow struct {
 	PreviousDate  *string `json:"previous_date"`
 	Scene         string  `json:"scene"`
 }
+
+// Upload describes one stored upload for custom zone layers (/files/upload,
+// /files/uploads): a shapefile set or a raster.
+type Upload struct {
+	Filename   string   `json:"filename"`
+	Kind       string   `json:"kind"` // shapefile or raster
+	Files      []string `json:"files"`
+	Records    int      `json:"records,omitempty"`
+	Attributes []string `json:"attributes,omitempty"`
+	EPSG       int      `json:"epsg,omitempty"`
+	// Width and Height are a raster's size in cells, PixelSize its cell
+	// size in CRS units, NoData its nodata value when it has one.
+	Width      int      `json:"width,omitempty"`
+	Height     int      `json:"height,omitempty"`
+	PixelSize  float64  `json:"pixel_size,omitempty"`
+	NoData     *float64 `json:"nodata,omitempty"`
+	UploadedAt string   `json:"uploaded_at"`
+}
+
+// Uploads is a field's stored uploads (/files/upload, /files/uploads).
+type Uploads struct {
+	FieldName string   `json:"field_name"`
+	Uploads   []Upload `json:"uploads"`
+}

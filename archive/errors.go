@@ -46,6 +46,9 @@ type Error struct {
 	Msg  string
 	// RetryAfter is the wait suggested with ErrBusy and ErrRateLimited, in seconds.
 	RetryAfter int
+	// Cause, when set, is the library error this one classifies (errors.Is
+	// and errors.As reach it).
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -53,8 +56,13 @@ func (e *Error) Error() string { return e.Msg }
 // Is makes errors.Is(err, kind) true.
 func (e *Error) Is(target error) bool { return target == e.Kind }
 
-// Unwrap returns the kind.
-func (e *Error) Unwrap() error { return e.Kind }
+// Unwrap returns the kind, and the cause when there is one.
+func (e *Error) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Cause}
+}
 
 func errorf(kind error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}

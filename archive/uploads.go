@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,14 @@ type Upload struct {
 	Name     string // e.g. "soil.shp", as uploaded
 	Files    map[string][]byte
 	Uploaded time.Time
+}
+
+// Kind is "raster" for a GeoTIFF, else "shapefile".
+func (u Upload) Kind() string {
+	if slices.Contains(rasterExts, strings.ToLower(path.Ext(u.Name))) {
+		return "raster"
+	}
+	return "shapefile"
 }
 
 // uploadKey is the blob an upload is stored under: its base name and kind

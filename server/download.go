@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,18 +80,7 @@ func (s *Server) image(ctx context.Context, c *call, index string, withGeometry 
 
 // fileBase is "<field>_<index>_<YYYYMMDD>" with characters unsafe in file names replaced.
 func fileBase(field, index, date string) string {
-	return safeFileName(field) + "_" + index + "_" + strings.ReplaceAll(date, "-", "")
-}
-
-// safeFileName is a name made safe for a file name.
-func safeFileName(name string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
-			return r
-		}
-		return '_'
-	}, name)
+	return archive.SafeFileName(field) + "_" + index + "_" + strings.ReplaceAll(date, "-", "")
 }
 
 // contentDisposition is an attachment header; a plain token file name is
@@ -266,11 +253,7 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 	}
 	out.Uploads = make([]uploadEntry, 0, len(ups))
 	for _, u := range ups {
-		kind := "shapefile"
-		if slices.Contains(rasterExts, strings.ToLower(path.Ext(u.Name))) {
-			kind = "raster"
-		}
-		out.Uploads = append(out.Uploads, uploadEntry{Filename: u.Name, Kind: kind, UploadedAt: u.Uploaded.UTC().Format(time.RFC3339)})
+		out.Uploads = append(out.Uploads, uploadEntry{Filename: u.Name, Kind: u.Kind(), UploadedAt: u.Uploaded.UTC().Format(time.RFC3339)})
 	}
 	for _, p := range products {
 		if _, ok := out.Indices[p.Index]; !ok {

@@ -72,7 +72,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	return writeFile(w, buf.Bytes(), safeFileName(f.Name)+"_history.csv", "")
+	return writeFile(w, buf.Bytes(), archive.SafeFileName(f.Name)+"_history.csv", "")
 }
 
 // csvText defuses a text cell a spreadsheet would run as a formula (OWASP's

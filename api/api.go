@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/paulmach/orb"
 )
 
 // IngestResult summarises the ingestion of one scene (POST /scenes/ingest).
@@ -167,4 +169,51 @@ type Upload struct {
 type Uploads struct {
 	FieldName string   `json:"field_name"`
 	Uploads   []Upload `json:"uploads"`
+}
+
+// Boundaries is the answer of field boundary detection (§4.6): the detected
+// fields as a GeoJSON FeatureCollection (EPSG:4326, largest first), the
+// imagery dates used and, when registered, the fields' names (also each
+// feature's properties.field_name).
+type Boundaries struct {
+	Type       string            `json:"type"` // "FeatureCollection"
+	Features   []BoundaryFeature `json:"features"`
+	Dates      []string          `json:"dates"`
+	Registered []string          `json:"registered"`
+}
+
+// BoundaryFeature is one detected field.
+type BoundaryFeature struct {
+	Type       string             `json:"type"` // "Feature"
+	ID         int                `json:"id"`
+	Geometry   PolygonGeometry    `json:"geometry"`
+	Properties BoundaryProperties `json:"properties"`
+}
+
+// PolygonGeometry is a GeoJSON Polygon.
+type PolygonGeometry struct {
+	Type        string      `json:"type"` // "Polygon"
+	Coordinates orb.Polygon `json:"coordinates"`
+}
+
+// BoundaryProperties are a detected field's properties.
+type BoundaryProperties struct {
+	AreaHa     float64 `json:"area_ha"`
+	Confidence float64 `json:"confidence"`
+	FieldName  string  `json:"field_name,omitempty"`
+}
+
+// FieldSeasons is a field's metadata seasons (/fields/metadata/list): §2.2
+// records by start date, as the metadata package encodes them.
+type FieldSeasons struct {
+	FieldName string          `json:"field_name"`
+	Seasons   json.RawMessage `json:"seasons"`
+}
+
+// MetadataRegistered answers /fields/metadata/register.
+type MetadataRegistered struct {
+	Message   string `json:"message"`
+	FieldName string `json:"field_name"`
+	StartDate string `json:"start_date"`
+	Seasons   int    `json:"seasons"` // seasons now stored for the field
 }

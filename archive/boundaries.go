@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cropkit/cropkit/api"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -124,4 +125,27 @@ func orOpen(d string) string {
 		return "any date"
 	}
 	return d
+}
+
+// Boundaries is DetectBoundaries as answered (api.Boundaries): the detected
+// fields as GeoJSON, the imagery dates used and the names registered.
+func (a *Archive) Boundaries(ctx context.Context, u User, req BoundaryRequest) (api.Boundaries, error) {
+	res, fields, err := a.DetectBoundaries(ctx, u, req)
+	if err != nil {
+		return api.Boundaries{}, err
+	}
+	fc := res.FeatureCollection()
+	out := api.Boundaries{Type: fc.Type, Features: make([]api.BoundaryFeature, len(fc.Features)), Dates: []string{}, Registered: []string{}}
+	for i, f := range fc.Features {
+		out.Features[i] = api.BoundaryFeature{Type: f.Type, ID: f.ID, Geometry: api.PolygonGeometry(f.Geometry),
+			Properties: api.BoundaryProperties{AreaHa: f.Properties.AreaHa, Confidence: f.Properties.Confidence}}
+		if i < len(fields) {
+			out.Features[i].Properties.FieldName = fields[i].Name
+			out.Registered = append(out.Registered, fields[i].Name)
+		}
+	}
+	for _, d := range res.Dates {
+		out.Dates = append(out.Dates, d.UTC().Format(time.DateOnly))
+	}
+	return out, nil
 }

@@ -1,10 +1,12 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cropkit/cropkit/api"
 	"slices"
 
 	"github.com/paulmach/orb"
@@ -388,4 +390,53 @@ func EncodeGeometry(mp orb.MultiPolygon) (string, error) {
 		return "", fmt.Errorf("encode geometry: %w", err)
 	}
 	return string(b), nil
+}
+
+// AreaHa is the field outline's geodesic area in hectares.
+func (f Field) AreaHa() float64 { return geo.GeodesicArea(f.Geometry) / 10000 }
+
+// MaxSeasonBytes bounds the JSON of one §2.2 metadata record.
+const MaxSeasonBytes = metadata.MaxBodyBytes
+
+// RegisterSeasonJSON decodes one §2.2 metadata record (ErrInvalid naming
+// the key at fault) and stores it as RegisterSeason does.
+func (a *Archive) RegisterSeasonJSON(ctx context.Context, u User, body []byte) (api.MetadataRegistered, error) {
+	rec, err := metadata.Decode(bytes.NewReader(body))
+	var verr *metadata.ValidationError
+	if errors.As(err, &verr) {
+		return api.MetadataRegistered{}, &Error{Kind: ErrInvalid, Msg: verr.Error(), Cause: err}
+	}
+	if err != nil {
+		return api.MetadataRegistered{}, err
+	}
+	f, replaced, count, err := a.RegisterSeason(ctx, u, rec)
+	if err != nil {
+		return api.MetadataRegistered{}, err
+	}
+	verb := "added"
+	if replaced {
+		verb = "replaced"
+	}
+	return api.MetadataRegistered{
+		Message:   fmt.Sprintf("metadata registered for field %q: season starting %s %s", f.Name, rec.StartDate, verb),
+		FieldName: f.Name, StartDate: rec.StartDate, Seasons: count,
+	}, nil
+}
+
+// SeasonsJSON is field name's seasons as answered (api.FieldSeasons).
+func (a *Archive) SeasonsJSON(ctx context.Context, u User, name string) (api.FieldSeasons, error) {
+	f, seasons, err := a.Seasons(ctx, u, name)
+	if err != nil {
+		return api.FieldSeasons{}, err
+	}
+	if seasons == nil {
+		seasons = metadata.Seasons{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(seasons); err != nil {
+		return api.FieldSeasons{}, fmt.Errorf("encode seasons of %q: %w", f.Name, err)
+	}
+	return api.FieldSeasons{FieldName: f.Name, Seasons: bytes.TrimSpace(buf.Bytes())}, nil
 }

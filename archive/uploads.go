@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cropkit/cropkit/imagery"
 	"io"
 	"path"
 	"slices"
@@ -214,4 +215,25 @@ func readUpload(ra io.ReaderAt, size int64, withData bool) (Upload, error) {
 		}
 	}
 	return up, nil
+}
+
+// UploadedBand is the Sentinel-2 band a scene upload's file is for, named
+// by its part name or else its file name (imagery.BandName).
+func UploadedBand(partName, fileName string) (string, bool) {
+	if band, ok := imagery.BandName(partName); ok {
+		return band, true
+	}
+	return imagery.BandName(fileName)
+}
+
+// CheckUploadedScene checks that the band files received in dir are one
+// scene (imagery.CheckBandFiles: ErrInvalid when not) and returns their
+// acquisition date ("" when no file carries one).
+func CheckUploadedScene(dir string) (string, error) {
+	date, err := imagery.CheckBandFiles(dir)
+	var be *imagery.BandFilesError
+	if errors.As(err, &be) {
+		return "", &Error{Kind: ErrInvalid, Msg: be.Msg, Cause: err}
+	}
+	return date, err
 }

@@ -153,3 +153,11 @@ func Notification(f Field, changed []Product, prev map[string]Product) webhook.P
 
 // DeliveringWebhooks reports whether RunWebhooks is running.
 func (a *Archive) DeliveringWebhooks() bool { return a.hooks.running.Load() }
+
+// The webhook records the archive lists (package webhook's).
+type (
+	// WebhookRegistration is one URL registered by an account.
+	WebhookRegistration = webhook.Registration
+	// WebhookDelivery is one delivery as listed to its owner, with every attempt.
+	WebhookDelivery = webhook.DeliveryState
+)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/archive/backend"
 )
@@ -25,7 +26,7 @@ func TestBusyIs503(t *testing.T) {
 	e, internal := asAPIError(err)
 	assert.False(t, internal)
 	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
-	assert.Equal(t, CodeUnavailable, e.Code)
+	assert.Equal(t, api.CodeUnavailable, e.Code)
 	rec := httptest.NewRecorder()
 	writeError(rec, e)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"unicode"
 
-
 	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
@@ -96,7 +95,7 @@ func partFileName(fh *multipart.FileHeader) (string, error) {
 
 func readPart(fh *multipart.FileHeader) ([]byte, error) {
 	if fh.Size > maxPartBytes {
-		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 			Message: fmt.Sprintf("files part %q is larger than %d bytes", fh.Filename, maxPartBytes)}
 	}
 	f, err := fh.Open()

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/render"
 )
 
 // DefaultMinClear is the clear fraction from which a field's image is usable.
@@ -76,7 +76,7 @@ type Archive struct {
 	workers   int
 	limits    Limits
 	log       *slog.Logger
-	png       *colormap.Encoder
+	render    *render.Renderer
 	allowPriv bool
 	maxPixels int64
 	budget    *imagery.Budget
@@ -106,7 +106,7 @@ func New(cfg Config) (*Archive, error) {
 	}
 	a := &Archive{
 		store: cfg.Store, blobs: cfg.Blobs, tempDir: cfg.TempDir, cat: cfg.Catalogue, minClear: cfg.MinClear,
-		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger, png: colormap.NewEncoder(),
+		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger,
 		allowPriv: cfg.IngestAllowPrivate, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
 		hook: cfg.StepHook, closeBlobs: cfg.CloseBlobs,
 		// One bcrypt at a time per CPU at most: logins queue instead of
@@ -116,6 +116,7 @@ func New(cfg Config) (*Archive, error) {
 	if a.cat == nil {
 		a.cat = imagery.NewCatalogue()
 	}
+	a.render = render.New(a.cat)
 	if a.minClear <= 0 {
 		a.minClear = DefaultMinClear
 	}

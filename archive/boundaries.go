@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cropkit/cropkit/api"
 	"time"
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/boundary"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cropkit/cropkit/api"
 	"slices"
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/metadata"
 )
@@ -42,20 +42,13 @@ func (a *Archive) ParseOutline(raw []byte) (orb.MultiPolygon, error) {
 	return mp, nil
 }
 
-// ValidateOutline checks a field outline with the server's rules: a valid
-// lon/lat (Multi)Polygon (closed rings, no self-intersection, …), at most
-// limits.FieldParts parts, a bounding box of at most limits.FieldExtentHa
-// (zero limits take DefaultLimits). The CLI applies the same rules.
+// ValidateOutline checks a field outline with the server's rules
+// (geo.ValidateOutline under limits.FieldParts and limits.FieldExtentHa;
+// zero limits take DefaultLimits): ErrInvalidGeometry when it breaks one.
 func ValidateOutline(mp orb.MultiPolygon, limits Limits) error {
 	limits = limits.withDefaults()
-	if err := geo.ValidateLonLat(mp); err != nil {
+	if err := geo.ValidateOutline(mp, geo.OutlineLimits{Parts: limits.FieldParts, ExtentHa: limits.FieldExtentHa}); err != nil {
 		return InvalidGeometry("geometry: %v", err)
-	}
-	if len(mp) > limits.FieldParts {
-		return InvalidGeometry("geometry: %d polygons; at most %d per field", len(mp), limits.FieldParts)
-	}
-	if ha := geo.BoundArea(mp.Bound()) / 10000; ha > limits.FieldExtentHa {
-		return InvalidGeometry("geometry: bounding box of %.0f ha; at most %.0f ha per field (register distant parts as separate fields)", ha, limits.FieldExtentHa)
 	}
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cropkit/cropkit/api"
-	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/imagery/geotiff"
@@ -323,14 +322,6 @@ func hasBands(have, need []string) bool {
 	return true
 }
 
-// Colormap is the colormap an index is rendered with: the spec's (§2.6),
-// or colormap.Default's ramp for indices the spec does not list. The CLI
-// and the server share it, so an index renders the same everywhere.
-func (a *Archive) Colormap(index string) (colormap.Colormap, error) {
-	ix, _ := a.cat.Lookup(index)
-	return colormap.Lookup(index, ix.Range)
-}
-
 // bundle is the zip of a field's usable products of one date: <index>.png
 // and the §2.5 <index>.json (mean_variation set at download time from the
 // stored means, so ingesting an older date later stays right), with each
@@ -342,21 +333,13 @@ func (a *Archive) bundle(date string, products []imagery.Product) ([]byte, map[s
 	digests := map[string]string{}
 	var img bytes.Buffer
 	for _, p := range products {
-		cm, err := a.Colormap(p.Index)
-		if err != nil {
+		img.Reset()
+		if err := a.render.PNG(&img, p); err != nil {
 			return nil, nil, err
 		}
-		img.Reset()
-		if err := a.png.Encode(&img, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
-			return nil, nil, fmt.Errorf("render %s png: %w", p.Index, err)
-		}
-		report, err := imagery.NewReport(p, nil)
+		doc, err := a.render.Report(nil, p, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s report: %w", p.Index, err)
-		}
-		doc, err := report.MarshalJSON()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s report: %w", p.Index, err)
+			return nil, nil, err
 		}
 		sum := sha256.Sum256(doc)
 		digests[p.Index] = hex.EncodeToString(sum[:16])

@@ -6,13 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cropkit/cropkit/imagery"
 	"io"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cropkit/cropkit/imagery"
 )
 
 // Upload is one file set uploaded for a field (/files/upload): a shapefile

@@ -1,9 +1,9 @@
 package imagery
 
 import (
-	"github.com/cropkit/cropkit/api"
 	"encoding/json"
 	"fmt"
+	"github.com/cropkit/cropkit/api"
 	"math"
 	"slices"
 	"strconv"

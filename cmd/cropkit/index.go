@@ -22,10 +22,9 @@ import (
 	"github.com/paulmach/orb"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/cropkit/cropkit/archive"
-	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/render"
 )
 
 // stringList is a repeatable string flag.
@@ -210,7 +209,7 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 
 	var (
 		outMu   sync.Mutex
-		enc     colormap.Encoder
+		rnd     = render.New(cat)
 		buffers = sync.Pool{New: func() any { return new(fieldBuffers) }}
 		counts  indexCounts
 	)
@@ -229,7 +228,7 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		g.Go(func() error {
 			buf := buffers.Get().(*fieldBuffers)
 			defer buffers.Put(buf)
-			err := job.field(gctx, f, scenes, cat, &enc, buf, &times, &counts, note)
+			err := job.field(gctx, f, scenes, cat, rnd, buf, &times, &counts, note)
 			bar.Add(1)
 			return err
 		})
@@ -269,9 +268,8 @@ type fieldBuffers struct {
 
 // field computes every scene's products for one field, oldest scene first.
 func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
-	enc *colormap.Encoder, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
-	prev := map[string]float64{}    // index → mean of the previous product
-	prevDate := map[string]string{} // index → its date
+	rnd *render.Renderer, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
+	prev := map[string]*render.Previous{} // index → the previous product
 	fieldDir := filepath.Join(job.out, f.name)
 	for _, s := range scenes {
 		t0 := time.Now()
@@ -298,36 +296,20 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 			}
 		}
 		for _, p := range products {
-			var pm *float64
-			if m, ok := prev[p.Index]; ok {
-				pm = &m
-			}
-			prev[p.Index] = p.Stats.Mean
 			t1 := time.Now()
-			rep, err := imagery.NewReport(p, pm)
+			buf.json, err = rnd.Report(buf.json[:0], p, prev[p.Index])
 			if err != nil {
 				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
 			}
-			rep.PreviousDate = prevDate[p.Index]
-			prevDate[p.Index] = day(s.Date())
-			// AppendJSON directly: json.Marshal would re-validate and compact
-			// the whole pixel array, which costs more than writing it.
-			buf.json, err = rep.AppendJSON(buf.json[:0])
-			if err != nil {
-				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
-			}
+			prev[p.Index] = &render.Previous{Mean: p.Stats.Mean, Date: day(s.Date())}
 			if err := writeAtomic(filepath.Join(dir, p.Index+".json"), buf.json); err != nil {
 				return err
 			}
 			times.add("json", t1)
 			t2 := time.Now()
-			cm, err := colormapFor(cat, p.Index)
-			if err != nil {
-				return err
-			}
 			buf.png.Reset()
-			if err := enc.Encode(&buf.png, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
-				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
+			if err := rnd.PNG(&buf.png, p); err != nil {
+				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
 			}
 			if err := writeAtomic(filepath.Join(dir, p.Index+".png"), buf.png.Bytes()); err != nil {
 				return err
@@ -337,12 +319,6 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 		}
 	}
 	return nil
-}
-
-// colormapFor is the index's colormap (colormap.Lookup over its usual range).
-func colormapFor(cat *imagery.Catalogue, name string) (colormap.Colormap, error) {
-	ix, _ := cat.Lookup(name)
-	return colormap.Lookup(name, ix.Range)
 }
 
 // writeAtomic writes data to path through a temporary file in the same
@@ -386,13 +362,9 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // properties.field_name, else properties.name, and must be unique and usable
 // as folder names.
 func readFieldFile(path string) ([]namedField, error) {
-	data, err := os.ReadFile(path)
+	feats, err := readFeatures(path)
 	if err != nil {
 		return nil, fmt.Errorf("--fields: %w", err)
-	}
-	feats, err := geo.ReadFeatures(data)
-	if err != nil {
-		return nil, fmt.Errorf("--fields %s: %w", path, err)
 	}
 	if len(feats) == 0 {
 		return nil, fmt.Errorf("--fields %s: no feature", path)
@@ -414,12 +386,25 @@ func readFieldFile(path string) ([]namedField, error) {
 		}
 		seen[name] = true
 		// The server's rules, so a field the CLI accepts registers too.
-		if err := archive.ValidateOutline(f.Geometry, archive.Limits{}); err != nil {
-			return nil, fmt.Errorf("--fields %s: field %q: %w", path, name, err)
+		if err := geo.ValidateOutline(f.Geometry, geo.OutlineLimits{}); err != nil {
+			return nil, fmt.Errorf("--fields %s: field %q: geometry: %w", path, name, err)
 		}
 		out = append(out, namedField{name: name, geom: f.Geometry})
 	}
 	return out, nil
+}
+
+// readFeatures reads the features of a GeoJSON file of fields (EPSG:4326).
+func readFeatures(path string) ([]geo.Feature, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	feats, err := geo.ReadFeatures(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return feats, nil
 }
 
 // sortFields orders fields north to south in bands of 512 pixels of s's

@@ -171,15 +171,20 @@ type Uploads struct {
 	Uploads   []Upload `json:"uploads"`
 }
 
-// Boundaries is the answer of field boundary detection (§4.6): the detected
-// fields as a GeoJSON FeatureCollection (EPSG:4326, largest first), the
-// imagery dates used and, when registered, the fields' names (also each
-// feature's properties.field_name).
+// Boundaries is the answer of field boundary detection (§4.6): the
+// detected fields as a GeoJSON FeatureCollection (EPSG:4326, largest
+// first), the imagery dates used and, when registered, the fields' names
+// (also each feature's properties.field_name).
 type Boundaries struct {
-	Type       string            `json:"type"` // "FeatureCollection"
-	Features   []BoundaryFeature `json:"features"`
-	Dates      []string          `json:"dates"`
-	Registered []string          `json:"registered"`
+	BoundaryCollection
+	Dates      []string `json:"dates"`
+	Registered []string `json:"registered"`
+}
+
+// BoundaryCollection is detected fields as GeoJSON (boundary.Result's form).
+type BoundaryCollection struct {
+	Type     string            `json:"type"` // "FeatureCollection"
+	Features []BoundaryFeature `json:"features"`
 }
 
 // BoundaryFeature is one detected field.
@@ -200,7 +205,8 @@ type PolygonGeometry struct {
 type BoundaryProperties struct {
 	AreaHa     float64 `json:"area_ha"`
 	Confidence float64 `json:"confidence"`
-	FieldName  string  `json:"field_name,omitempty"`
+	// FieldName is the field registered for it (only when registered).
+	FieldName string `json:"field_name,omitempty"`
 }
 
 // FieldSeasons is a field's metadata seasons (/fields/metadata/list): §2.2

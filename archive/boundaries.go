@@ -134,11 +134,8 @@ func (a *Archive) Boundaries(ctx context.Context, u User, req BoundaryRequest) (
 	if err != nil {
 		return api.Boundaries{}, err
 	}
-	fc := res.FeatureCollection()
-	out := api.Boundaries{Type: fc.Type, Features: make([]api.BoundaryFeature, len(fc.Features)), Dates: []string{}, Registered: []string{}}
-	for i, f := range fc.Features {
-		out.Features[i] = api.BoundaryFeature{Type: f.Type, ID: f.ID, Geometry: api.PolygonGeometry(f.Geometry),
-			Properties: api.BoundaryProperties{AreaHa: f.Properties.AreaHa, Confidence: f.Properties.Confidence}}
+	out := api.Boundaries{BoundaryCollection: res.FeatureCollection(), Dates: []string{}, Registered: []string{}}
+	for i := range out.Features {
 		if i < len(fields) {
 			out.Features[i].Properties.FieldName = fields[i].Name
 			out.Registered = append(out.Registered, fields[i].Name)

@@ -524,25 +524,9 @@ type BoundaryRequest struct {
 	MinAreaHa          float64
 }
 
-// DetectedFields are the fields detected in an area (a GeoJSON FeatureCollection).
-type DetectedFields struct {
-	Type     string `json:"type"`
-	Features []struct {
-		Type     string `json:"type"`
-		ID       int    `json:"id"`
-		Geometry struct {
-			Type        string         `json:"type"`
-			Coordinates [][][2]float64 `json:"coordinates"`
-		} `json:"geometry"`
-		Properties struct {
-			AreaHa     float64 `json:"area_ha"`
-			Confidence float64 `json:"confidence"`
-			FieldName  string  `json:"field_name"`
-		} `json:"properties"`
-	} `json:"features"`
-	Dates      []string `json:"dates"`
-	Registered []string `json:"registered"`
-}
+// DetectedFields are the fields detected in an area (a GeoJSON
+// FeatureCollection), the imagery dates used and the fields registered.
+type DetectedFields = api.Boundaries
 
 // DetectBoundaries detects the fields in an area of interest
 // (POST /fields/boundaries/detect), registering them when asked.

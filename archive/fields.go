@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/paulmach/orb"
 
@@ -370,19 +372,50 @@ func encodeSeasons(seasons metadata.Seasons) ([]Season, error) {
 	return out, nil
 }
 
-// geometryJSON is a GeoJSON MultiPolygon.
-type geometryJSON struct {
-	Type        string           `json:"type"`
-	Coordinates orb.MultiPolygon `json:"coordinates"`
+// geometry is the GeoJSON of a field outline, as stored and answered.
+func geometry(mp orb.MultiPolygon) (api.Geometry, error) {
+	coords, err := json.Marshal(mp)
+	if err != nil {
+		return api.Geometry{}, fmt.Errorf("encode geometry: %w", err)
+	}
+	return api.Geometry{Type: "MultiPolygon", Coordinates: coords}, nil
 }
 
 // EncodeGeometry is the stored (and answered) GeoJSON of a field outline.
 func EncodeGeometry(mp orb.MultiPolygon) (string, error) {
-	b, err := json.Marshal(geometryJSON{Type: "MultiPolygon", Coordinates: mp})
+	g, err := geometry(mp)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(g)
 	if err != nil {
 		return "", fmt.Errorf("encode geometry: %w", err)
 	}
 	return string(b), nil
+}
+
+// Wire is the field as answered (api.Field): its outline's GeoJSON, its
+// box, its geodesic area to 4 decimals.
+func (f Field) Wire() api.Field {
+	g, _ := geometry(f.Geometry) // a stored outline always encodes
+	labels, indices := f.Labels, f.Indices
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if indices == nil {
+		indices = []string{}
+	}
+	return api.Field{
+		FieldName: f.Name,
+		Group:     f.Group,
+		Labels:    labels,
+		Indices:   indices,
+		Geometry:  g,
+		BBox:      [4]float64{f.Bound.Min[0], f.Bound.Min[1], f.Bound.Max[0], f.Bound.Max[1]},
+		AreaHa:    math.Round(f.AreaHa()*1e4) / 1e4,
+		CreatedAt: f.Created.UTC().Format(time.RFC3339),
+		UpdatedAt: f.Updated.UTC().Format(time.RFC3339),
+	}
 }
 
 // AreaHa is the field outline's geodesic area in hectares.

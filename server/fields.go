@@ -7,40 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
-
-func toFieldJSON(f archive.Field) api.Field {
-	coords, _ := json.Marshal(f.Geometry)
-	return api.Field{
-		FieldName: f.Name,
-		Group:     f.Group,
-		Labels:    nonNil(f.Labels),
-		Indices:   nonNilList(f.Indices),
-		Geometry:  api.Geometry{Type: "MultiPolygon", Coordinates: coords},
-		BBox:      [4]float64{f.Bound.Min[0], f.Bound.Min[1], f.Bound.Max[0], f.Bound.Max[1]},
-		AreaHa:    roundTo(f.AreaHa(), 4),
-		CreatedAt: f.Created.UTC().Format(time.RFC3339),
-		UpdatedAt: f.Updated.UTC().Format(time.RFC3339),
-	}
-}
-
-func nonNil(l map[string]string) map[string]string {
-	if l == nil {
-		return map[string]string{}
-	}
-	return l
-}
-
-func nonNilList(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}
 
 // writeJSON answers v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -114,7 +84,7 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 	if err != nil {
 		return err
 	}
-	fj := toFieldJSON(f)
+	fj := f.Wire()
 	return writeJSON(w, http.StatusCreated, api.FieldResult{Message: fmt.Sprintf("field %q registered", f.Name), Field: fj, AreaHa: fj.AreaHa})
 }
 
@@ -141,7 +111,7 @@ func (s *Server) handleFieldUpdate(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	fj := toFieldJSON(f)
+	fj := f.Wire()
 	return writeJSON(w, http.StatusOK, api.FieldResult{Message: fmt.Sprintf("field %q updated", f.Name), Field: fj, AreaHa: fj.AreaHa})
 }
 
@@ -171,7 +141,7 @@ func (s *Server) handleFieldList(w http.ResponseWriter, r *http.Request, c *call
 	}
 	out := api.FieldList{Fields: make([]api.Field, 0, len(fields))}
 	for _, f := range fields {
-		out.Fields = append(out.Fields, toFieldJSON(f))
+		out.Fields = append(out.Fields, f.Wire())
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

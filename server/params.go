@@ -260,11 +260,6 @@ func (p params) rawList(name string) ([]string, bool, error) {
 	return out, true, nil
 }
 
-func roundTo(v float64, decimals int) float64 {
-	p := math.Pow(10, float64(decimals))
-	return math.Round(v*p) / p
-}
-
 // boolean returns a parameter given as JSON true/false or as a string that
 // parseBool accepts (forms and query strings). Anything else is a 400: a
 // lenient "not true means false" turned all=yes into the opposite request.

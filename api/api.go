@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/paulmach/orb"
 )
@@ -158,11 +159,12 @@ type Upload struct {
 	EPSG       int      `json:"epsg,omitempty"`
 	// Width and Height are a raster's size in cells, PixelSize its cell
 	// size in CRS units, NoData its nodata value when it has one.
-	Width      int      `json:"width,omitempty"`
-	Height     int      `json:"height,omitempty"`
-	PixelSize  float64  `json:"pixel_size,omitempty"`
-	NoData     *float64 `json:"nodata,omitempty"`
-	UploadedAt string   `json:"uploaded_at"`
+	Width     int      `json:"width,omitempty"`
+	Height    int      `json:"height,omitempty"`
+	PixelSize float64  `json:"pixel_size,omitempty"`
+	NoData    *float64 `json:"nodata,omitempty"`
+	// UploadedAt is when it was stored, to the second (UTC).
+	UploadedAt time.Time `json:"uploaded_at"`
 }
 
 // Uploads is a field's stored uploads (/files/upload, /files/uploads).

@@ -150,3 +150,9 @@ type SceneItem struct {
 type SceneItemList struct {
 	Items []SceneItem `json:"items"`
 }
+
+// History answers /fields/history (JSON): per index, one row per usable date.
+type History struct {
+	FieldName string                  `json:"field_name"`
+	Indices   map[string][]HistoryRow `json:"indices"`
+}

@@ -307,7 +307,7 @@ func (a *Archive) SaveUploads(ctx context.Context, f Field, files map[string][]b
 		if err != nil {
 			return nil, err
 		}
-		j.UploadedAt = now.Format(time.RFC3339)
+		j.UploadedAt = now
 		sets = append(sets, Upload{Name: name, Files: map[string][]byte{name: files[name]}, Uploaded: now})
 		out = append(out, j)
 		used[name] = true
@@ -334,7 +334,7 @@ func (a *Archive) SaveUploads(ctx context.Context, f Field, files map[string][]b
 		slices.Sort(names)
 		sets = append(sets, set)
 		out = append(out, api.Upload{Filename: shp, Kind: "shapefile", Files: names, Records: len(shapes.Features),
-			Attributes: shapes.Fields, EPSG: shapes.EPSG, UploadedAt: now.Format(time.RFC3339)})
+			Attributes: shapes.Fields, EPSG: shapes.EPSG, UploadedAt: now})
 	}
 	for name := range files {
 		if !used[name] {
@@ -366,7 +366,7 @@ func (a *Archive) DescribeUploads(ctx context.Context, f Field) ([]api.Upload, e
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		j := api.Upload{Filename: set.Name, Kind: "shapefile", Files: names, UploadedAt: set.Uploaded.UTC().Format(time.RFC3339)}
+		j := api.Upload{Filename: set.Name, Kind: "shapefile", Files: names, UploadedAt: set.Uploaded.UTC().Truncate(time.Second)}
 		if set.Kind() == "raster" {
 			full, err := a.Upload(ctx, f, set.Name)
 			if err != nil {
@@ -375,7 +375,7 @@ func (a *Archive) DescribeUploads(ctx context.Context, f Field) ([]api.Upload, e
 			if j, err = describeRaster(set.Name, full.Files[set.Name]); err != nil {
 				return nil, fmt.Errorf("stored raster %s: %w", set.Name, err)
 			}
-			j.UploadedAt = set.Uploaded.UTC().Format(time.RFC3339)
+			j.UploadedAt = set.Uploaded.UTC().Truncate(time.Second)
 		}
 		out = append(out, j)
 	}

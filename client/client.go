@@ -501,9 +501,7 @@ type HistoryRequest struct {
 
 // History returns, per index, one row per usable date (GET /fields/history).
 func (c *Client) History(ctx context.Context, h HistoryRequest) (map[string][]HistoryRow, error) {
-	var out struct {
-		Indices map[string][]HistoryRow `json:"indices"`
-	}
+	var out api.History
 	err := c.call(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
 		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate)}, &out)
 	return out.Indices, err

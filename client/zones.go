@@ -8,7 +8,8 @@ import (
 	"mime/multipart"
 	"sort"
 	"strconv"
-	"time"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // Layer is a §2.3 layer object of a variable-rate request: a crop_health
@@ -166,21 +167,11 @@ func (c *Client) PrescriptionZones(ctx context.Context, p PrescriptionZonesReque
 	return c.zones(ctx, request{path: "/prescription_maps/get_zones", query: query(p.Rates.query(kv)...)})
 }
 
-// Upload is one shapefile set stored for a field.
-type Upload struct {
-	Filename   string    `json:"filename"` // the .shp name, a custom layer's filename
-	Files      []string  `json:"files"`
-	Records    int       `json:"records,omitempty"`
-	Attributes []string  `json:"attributes,omitempty"`
-	EPSG       int       `json:"epsg,omitempty"`
-	UploadedAt time.Time `json:"uploaded_at"`
-}
+// Upload is one shapefile set or raster stored for a field.
+type Upload = api.Upload
 
 // UploadList is the answer of UploadFiles and ListUploads.
-type UploadList struct {
-	FieldName string   `json:"field_name"`
-	Uploads   []Upload `json:"uploads"`
-}
+type UploadList = api.Uploads
 
 // UploadFiles stores shapefile sets (files by name: .shp, .shx, .dbf, .prj)
 // for a field's later custom layers (/files/upload).

@@ -156,3 +156,45 @@ type History struct {
 	FieldName string                  `json:"field_name"`
 	Indices   map[string][]HistoryRow `json:"indices"`
 }
+
+// ZoneCollection is the §2.4 zone collection.
+type ZoneCollection struct {
+	Type string `json:"type"`
+	CRS  struct {
+		Type       string `json:"type"`
+		Properties struct {
+			Name string `json:"name"` // urn:ogc:def:crs:EPSG::<code>
+		} `json:"properties"`
+	} `json:"crs"`
+	Features []ZoneFeature `json:"features"`
+}
+
+// ZoneFeature is one zone polygon; a zone in several parts has several features.
+type ZoneFeature struct {
+	Type     string `json:"type"`
+	Geometry struct {
+		Type        string         `json:"type"` // Polygon
+		Coordinates [][][2]float64 `json:"coordinates"`
+	} `json:"geometry"`
+	Properties ZoneProperties `json:"properties"`
+}
+
+// ZoneProperties are a zone's §2.4 properties.
+type ZoneProperties struct {
+	Dose      float64 `json:"DOSE"`
+	RasterVal float64 `json:"RASTER_VAL"`
+	Zone      int     `json:"ZONE"`
+}
+
+// MetadataRecord is a field metadata record (spec §2.2); optional members are pointers.
+type MetadataRecord struct {
+	FieldName   string  `json:"field_name"`
+	StartDate   string  `json:"start_date"`
+	HarvestDate *string `json:"harvest_date,omitempty"`
+	CropType    *string `json:"crop_type,omitempty"`
+	IsCoverCrop *bool   `json:"is_cover_crop,omitempty"`
+	YieldAmount *int    `json:"yield_amount,omitempty"`
+	YieldUnit   *string `json:"yield_unit,omitempty"`
+	IsTilled    *bool   `json:"is_tilled,omitempty"`
+	TillingType *string `json:"tilling_type,omitempty"`
+}

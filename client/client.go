@@ -273,17 +273,7 @@ func (c *Client) ListFields(ctx context.Context, group string) ([]Field, error) 
 }
 
 // MetadataRecord is a field metadata record (spec §2.2); optional members are pointers.
-type MetadataRecord struct {
-	FieldName   string  `json:"field_name"`
-	StartDate   string  `json:"start_date"`
-	HarvestDate *string `json:"harvest_date,omitempty"`
-	CropType    *string `json:"crop_type,omitempty"`
-	IsCoverCrop *bool   `json:"is_cover_crop,omitempty"`
-	YieldAmount *int    `json:"yield_amount,omitempty"`
-	YieldUnit   *string `json:"yield_unit,omitempty"`
-	IsTilled    *bool   `json:"is_tilled,omitempty"`
-	TillingType *string `json:"tilling_type,omitempty"`
-}
+type MetadataRecord = api.MetadataRecord
 
 // MetadataResult is the answer of RegisterMetadata.
 type MetadataResult = api.MetadataRegistered

@@ -71,33 +71,13 @@ type VariableRateZonesRequest struct {
 }
 
 // ZoneCollection is the §2.4 zone collection.
-type ZoneCollection struct {
-	Type string `json:"type"`
-	CRS  struct {
-		Type       string `json:"type"`
-		Properties struct {
-			Name string `json:"name"` // urn:ogc:def:crs:EPSG::<code>
-		} `json:"properties"`
-	} `json:"crs"`
-	Features []ZoneFeature `json:"features"`
-}
+type ZoneCollection = api.ZoneCollection
 
 // ZoneFeature is one zone polygon; a zone in several parts has several features.
-type ZoneFeature struct {
-	Type     string `json:"type"`
-	Geometry struct {
-		Type        string         `json:"type"` // Polygon
-		Coordinates [][][2]float64 `json:"coordinates"`
-	} `json:"geometry"`
-	Properties ZoneProperties `json:"properties"`
-}
+type ZoneFeature = api.ZoneFeature
 
 // ZoneProperties are a zone's §2.4 properties.
-type ZoneProperties struct {
-	Dose      float64 `json:"DOSE"`
-	RasterVal float64 `json:"RASTER_VAL"`
-	Zone      int     `json:"ZONE"`
-}
+type ZoneProperties = api.ZoneProperties
 
 // Zones is the answer of the zone operations: File holds the answer as sent
 // (its name, type and, for §4.3 n_fertilizer, the image date), and

@@ -198,3 +198,15 @@ type MetadataRecord struct {
 	IsTilled    *bool   `json:"is_tilled,omitempty"`
 	TillingType *string `json:"tilling_type,omitempty"`
 }
+
+// TokensRevoked answers /tokens/revoke.
+type TokensRevoked struct {
+	Message string `json:"message"`
+	Revoked int    `json:"revoked"`
+}
+
+// NameAvailable answers /fields/check/{field_name}: whether the caller has
+// no field of that name.
+type NameAvailable struct {
+	Available bool `json:"available"`
+}

@@ -559,9 +559,7 @@ func (c *Client) RevokeToken(ctx context.Context, id int64, all bool) (int, erro
 	if all {
 		q.Set("all", "true")
 	}
-	var out struct {
-		Revoked int `json:"revoked"`
-	}
+	var out api.TokensRevoked
 	return out.Revoked, c.call(ctx, request{path: "/tokens/revoke", query: q}, &out)
 }
 
@@ -580,8 +578,6 @@ func (c *Client) RefreshToken(ctx context.Context) (LoginResult, error) {
 // FieldNameAvailable reports whether the caller has no field of that name
 // (GET /fields/check/{field_name}).
 func (c *Client) FieldNameAvailable(ctx context.Context, name string) (bool, error) {
-	var out struct {
-		Available bool `json:"available"`
-	}
+	var out api.NameAvailable
 	return out.Available, c.call(ctx, request{path: "/fields/check/" + url.PathEscape(name)}, &out)
 }

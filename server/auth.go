@@ -112,5 +112,5 @@ func (s *Server) handleTokensRevoke(w http.ResponseWriter, r *http.Request, c *c
 	if n == 0 {
 		return notFound("token %d not found", id)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"message": fmt.Sprintf("%d token(s) revoked", n), "revoked": n})
+	return writeJSON(w, http.StatusOK, api.TokensRevoked{Message: fmt.Sprintf("%d token(s) revoked", n), Revoked: n})
 }

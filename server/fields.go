@@ -153,9 +153,9 @@ func (s *Server) handleFieldCheck(w http.ResponseWriter, r *http.Request, c *cal
 	_, err := s.core.Field(r.Context(), c.user, name, false)
 	switch {
 	case err == nil:
-		return writeJSON(w, http.StatusOK, map[string]bool{"available": false})
+		return writeJSON(w, http.StatusOK, api.NameAvailable{Available: false})
 	case isNotFound(err):
-		return writeJSON(w, http.StatusOK, map[string]bool{"available": true})
+		return writeJSON(w, http.StatusOK, api.NameAvailable{Available: true})
 	}
 	return err
 }

@@ -101,7 +101,7 @@ func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, c *
 	if err := s.core.DeleteWebhook(r.Context(), c.user, id, rawURL); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"message": what + " deleted; its pending notifications are cancelled"})
+	return writeJSON(w, http.StatusOK, api.Message{Message: what + " deleted; its pending notifications are cancelled"})
 }
 
 // deliveryState is one listed delivery with its payload.

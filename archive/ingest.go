@@ -24,6 +24,7 @@ import (
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/internal/netguard"
 	"github.com/cropkit/cropkit/webhook"
 )
 
@@ -32,10 +33,11 @@ type IngestOptions struct {
 	// Date dates a scene whose date is in neither its metadata nor its name.
 	Date time.Time
 	// Untrusted applies the remote-source policy (the HTTP API sets it): a
-	// URL source and its assets are fetched through the webhook SSRF guard
-	// (no loopback, private, link-local or metadata address unless
-	// Config.IngestAllowPrivate; no redirects), and a STAC item fetched by
-	// URL may only reference http(s) assets.
+	// URL source and its assets are fetched through the SSRF guard (no
+	// loopback, private, link-local or metadata address; with
+	// Config.IngestAllowPrivate the source URL's own origin may be one, its
+	// assets on other hosts may not; no redirects), and a STAC item fetched
+	// by URL may only reference http(s) assets.
 	Untrusted bool
 	// Fields restricts the ingestion to these field ids (nil: every field
 	// the scene covers).
@@ -71,11 +73,21 @@ func (a *Archive) SceneOptions(src string, opts IngestOptions) imagery.SceneOpti
 	if !opts.Untrusted || !isHTTPURL(src) {
 		return so
 	}
-	client := webhook.NewClient(a.allowPriv, sceneFetchTimeout)
+	guard := netguard.New("scene")
+	if a.allowPriv {
+		// The permission covers the URL given, not the hosts it names.
+		if g, err := guard.Allow(src); err == nil {
+			guard = g
+		}
+	}
+	client := guard.Client(sceneFetchTimeout)
 	so.HTTPClient = client
 	so.Open = func(ctx context.Context, name string) (io.ReaderAt, error) {
 		if !isHTTPURL(name) {
 			return nil, fmt.Errorf("asset %q: a scene fetched by URL may only reference http(s) assets", name)
+		}
+		if err := guard.CheckURL(name); err != nil {
+			return nil, fmt.Errorf("asset: %w", err)
 		}
 		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), client, name)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/internal/netguard"
 	"github.com/cropkit/cropkit/stac"
-	"github.com/cropkit/cropkit/webhook"
 )
 
 // Config configures a Watcher. Archive and Catalog are required.
@@ -39,9 +39,15 @@ type Config struct {
 	// MaxCloud is the scene-level eo:cloud_cover (percent) above which an
 	// item is never read; 0 means DefaultMaxCloud.
 	MaxCloud float64
-	// AllowPrivate lets catalogue and asset URLs name loopback and private
-	// addresses (tests, on-premises catalogues).
+	// AllowPrivate lets the catalogue's origin (Catalog's host and port)
+	// be on loopback, private and other special addresses (tests,
+	// on-premises catalogues). It does not extend to other hosts the
+	// catalogue points to (next links, assets): list those in AllowHosts.
 	AllowPrivate bool
+	// AllowHosts are further origins ("host:port", or URLs) that may be on
+	// special addresses, such as a band file server beside an on-premises
+	// catalogue.
+	AllowHosts []string
 	// Margin is how far before the newest ingested acquisition a poll
 	// searches; 0 means DefaultMargin.
 	Margin time.Duration
@@ -64,7 +70,8 @@ type Config struct {
 	// (retried by another) JobTimeout+RescueMargin after it started, plus
 	// up to river's rescuer interval (30 s).
 	JobTimeout time.Duration
-	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
+	// Client talks to the catalogue; nil means a stac.NewGuardedClient whose
+	// guard allows what AllowPrivate and AllowHosts name.
 	Client *stac.Client
 	// Metrics records the watcher's metrics; nil records none.
 	Metrics *Metrics
@@ -116,8 +123,12 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if cfg.MaxCloud < 0 || cfg.MaxCloud > 100 {
 		return nil, fmt.Errorf("%w: max cloud %v is not a percentage", ErrConfig, cfg.MaxCloud)
 	}
+	guard, err := cfg.guard()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	// Refused before any request, as the client would refuse it later.
-	if err := webhook.ValidateURL(cfg.Catalog, cfg.AllowPrivate); err != nil {
+	if err := guard.CheckURL(cfg.Catalog); err != nil {
 		return nil, fmt.Errorf("%w: catalog: %w", ErrConfig, err)
 	}
 	setDefault(&cfg.Collection, DefaultCollection)
@@ -142,7 +153,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		w.log = slog.New(slog.DiscardHandler)
 	}
 	if w.client == nil {
-		w.client = stac.NewClient(cfg.AllowPrivate, 0)
+		w.client = stac.NewGuardedClient(guard, 0)
 		w.client.UserAgent = "cropkit-watch"
 		// Only a client of our own is instrumented: a caller's may be in use.
 		if w.metrics != nil {
@@ -200,6 +211,22 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	}
 	w.queue = client
 	return w, nil
+}
+
+// guard is the SSRF guard of the watcher's requests: private addresses
+// only for the catalogue's origin (AllowPrivate) and AllowHosts.
+func (cfg Config) guard() (*netguard.Guard, error) {
+	g := stac.NewGuard()
+	var err error
+	if cfg.AllowPrivate {
+		if g, err = g.Allow(cfg.Catalog); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+	}
+	if g, err = g.AllowHosts(cfg.AllowHosts...); err != nil {
+		return nil, fmt.Errorf("allowed hosts: %w", err)
+	}
+	return g, nil
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -34,6 +34,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paulmach/orb"
 )
 
 // Conformance classes the catalogue declares by default.
@@ -67,6 +69,13 @@ type Options struct {
 	// AllowWholeFile accepts band GETs without a Range header; by default
 	// each one fails the test.
 	AllowWholeFile bool
+
+	// ValidateGeometry checks an "intersects" geometry the way a catalogue
+	// on PostGIS/GEOS does (stac-fastapi-pgstac): a MultiPolygon whose
+	// members overlap or share an edge, or a self-intersecting ring, is
+	// answered 500 with a TopologyException body (Stats.InvalidGeometries
+	// counts them).
+	ValidateGeometry bool
 }
 
 // Stats counts the requests the catalogue answered.
@@ -79,6 +88,8 @@ type Stats struct {
 	WholeFileGETs int
 	// Failed counts answers of SetDown, FailNext and FailAsset.
 	Failed int
+	// InvalidGeometries counts searches refused by Options.ValidateGeometry.
+	InvalidGeometries int
 }
 
 // ItemStats counts the band file requests of one item.
@@ -108,6 +119,14 @@ type Catalog struct {
 	stats    Stats
 	perItem  map[string]*ItemStats
 	searches []SearchRequest
+	refuse   *searchRefusal
+}
+
+// searchRefusal is a FailSearches setting.
+type searchRefusal struct {
+	match  func(area orb.Bound) bool
+	status int
+	body   string
 }
 
 type published struct {
@@ -184,6 +203,19 @@ func (c *Catalog) FailNext(n, status int, retryAfter string) {
 	defer c.mu.Unlock()
 	for range n {
 		c.failNext = append(c.failNext, failure{status, retryAfter})
+	}
+}
+
+// FailSearches makes every search whose area (intersects or bbox; the
+// whole world without either) match accepts answer status with body, as a
+// catalogue that fails on one region or one kind of request; nil match
+// lets every search through again.
+func (c *Catalog) FailSearches(match func(area orb.Bound) bool, status int, body string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = nil
+	if match != nil {
+		c.refuse = &searchRefusal{match: match, status: status, body: body}
 	}
 }
 

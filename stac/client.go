@@ -121,6 +121,10 @@ func (c *Client) guard() *netguard.Guard {
 	return NewGuard().AllowAll(c.AllowPrivate)
 }
 
+// HTTP is the http.Client the Client's requests go through (HTTPClient, or
+// the guarded one made for it).
+func (c *Client) HTTP() *http.Client { return c.httpClient() }
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTPClient != nil {
 		return c.HTTPClient

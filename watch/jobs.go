@@ -14,6 +14,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/stac"
 )
 
@@ -456,6 +458,14 @@ type ingestWorker struct {
 }
 
 func (i *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) error {
+	// A job the rescuer handed out again while this process still runs it
+	// (a stuck read) must not run twice at once: it waits its turn.
+	key := job.Args.Collection + "\x00" + job.Args.ItemID + "\x00" + job.Args.Updated
+	if !i.w.begin(key) {
+		i.w.log.WarnContext(ctx, "item ingestion already running here; snoozed", "item", job.Args.ItemID)
+		return river.JobSnooze(i.w.cfg.JobTimeout)
+	}
+	defer i.w.end(key)
 	return i.w.ingest(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 }
 
@@ -470,6 +480,14 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	st := w.core.Store()
 	rec := archive.SceneItem{Collection: args.Collection, ID: it.ID, Datetime: it.Datetime, Updated: args.Updated,
 		Source: it.Base, Fields: map[int64]int64{}}
+	if limit := time.Now().Add(stac.MaxFutureSkew); it.Datetime.After(limit) {
+		// Queued before the search refused such items: never ingested, so
+		// never the newest acquisition that moves the poll window.
+		err := fmt.Errorf("ingest %s: datetime %s is more than %v in the future", it.ID, it.Datetime.Format(time.RFC3339), stac.MaxFutureSkew)
+		w.metrics.badItem("ingest")
+		rec.State, rec.Error, rec.Fields = archive.ItemFailed, err.Error(), nil
+		return river.JobCancel(errors.Join(err, w.record(ctx, rec)))
+	}
 	ids := make([]int64, 0, len(args.Fields))
 	for _, ref := range args.Fields {
 		f, err := st.FieldByID(ctx, ref.ID)
@@ -493,12 +511,15 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	if len(ids) == 0 && len(rec.Fields) > 0 {
 		rec.State = archive.ItemIngested
-		return w.core.RecordItem(ctx, rec)
+		return w.record(ctx, rec)
 	}
 	if len(ids) == 0 {
 		return nil // every field deleted since
 	}
 	res, err := w.ingestItem(ctx, it, ids)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("job time limit %v reached: %w", w.cfg.JobTimeout, err)
+	}
 	switch {
 	case err == nil:
 		rec.State = archive.ItemIngested
@@ -508,7 +529,7 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 		rec.State, rec.Error, rec.Fields = archive.ItemRetrying, err.Error(), nil
 	}
 	w.metrics.item(rec.State, res.Usable+res.Unusable)
-	if rerr := w.core.RecordItem(ctx, rec); rerr != nil {
+	if rerr := w.record(ctx, rec); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	if err != nil {
@@ -518,6 +539,32 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	w.log.InfoContext(ctx, "item ingested", "item", it.ID, "date", res.Date, "fields", res.Fields,
 		"usable", res.Usable, "notified", res.Notified)
 	return nil
+}
+
+// record stores an item's outcome even when the job's context has ended
+// (its time limit is usually why it failed), within recordTimeout.
+func (w *Watcher) record(ctx context.Context, rec archive.SceneItem) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return w.core.RecordItem(ctx, rec)
+}
+
+// begin marks the ingestion key running in this process; false when it
+// already is.
+func (w *Watcher) begin(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running[key] {
+		return false
+	}
+	w.running[key] = true
+	return true
+}
+
+func (w *Watcher) end(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.running, key)
 }
 
 // imagedBy is the other item whose usable products field f already has
@@ -538,8 +585,27 @@ func (w *Watcher) imagedBy(ctx context.Context, f archive.Field, it stac.Item) (
 
 func (w *Watcher) ingestItem(ctx context.Context, it stac.Item, ids []int64) (archive.IngestResult, error) {
 	// The archive's field pixel cap and memory budget apply to catalogue
-	// items too (an item may point at a crafted file).
-	scene, err := w.client.OpenScene(ctx, it, w.core.ReadOptions())
+	// items too (an item may point at a crafted file). Band reads end with
+	// the job (its time limit), whatever context the scene keeps.
+	opts := w.core.ReadOptions()
+	opts.HTTPClient = jobBound(ctx, w.client.HTTP())
+	for attempt := 1; ; attempt++ {
+		res, err := w.ingestOnce(ctx, it, ids, opts)
+		if err == nil || !errors.Is(err, geotiff.ErrFileChanged) || attempt >= maxRestarts {
+			return res, err
+		}
+		// A band file changed while it was read (republished): read the
+		// item again from the start rather than keep a mix of versions.
+		w.log.WarnContext(ctx, "band file changed during the ingestion; restarting the item", "item", it.ID, "err", err)
+	}
+}
+
+// maxRestarts bounds the reads of one item in one attempt when its band
+// files change under it.
+const maxRestarts = 2
+
+func (w *Watcher) ingestOnce(ctx context.Context, it stac.Item, ids []int64, opts imagery.SceneOptions) (archive.IngestResult, error) {
+	scene, err := w.client.OpenScene(ctx, it, opts)
 	if err != nil {
 		return archive.IngestResult{}, err
 	}

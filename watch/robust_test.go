@@ -170,3 +170,111 @@ func TestSearchFailureVisibleAndIsolated(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Defect 8: a band host that never answers. The reads end at the job's
+// time limit, the item ends "failed" with the reason after its attempts and
+// is not queued again by the following polls, another item is ingested
+// meanwhile, and stopping the watcher is prompt even while a read hangs.
+func TestStalledBandHost(t *testing.T) {
+	cat := stactest.New(t, stactest.Options{})
+	stuck := stactest.Chips(t, place, "2019-06-20")
+	cat.StallAsset(stuck[0].ID)
+	cat.Publish(stuck...)
+	cat.Publish(stactest.Chips(t, place, "2019-06-30")...)
+	e := openEnv(t, t.TempDir())
+	e.registerFields(t, "UES-01")
+	start := time.Now()
+	r := startWatcher(t, e, cat, func(c *watch.Config) {
+		c.JobTimeout, c.MaxAttempts, c.Workers = time.Second, 2, 1
+		c.RetryBase, c.RetryMax = 100*time.Millisecond, 200*time.Millisecond
+	})
+	got := waitItems(t, e.core, 1, stuck[0].ID, id("2019-06-30"))
+	took := time.Since(start)
+	t.Logf("stalled item failed after %v", took)
+	assert.Less(t, took, 15*time.Second)
+	assert.Equal(t, archive.ItemIngested, got[id("2019-06-30")].State)
+	failed := got[stuck[0].ID]
+	assert.Equal(t, archive.ItemFailed, failed.State)
+	assert.Contains(t, failed.Error, "time limit 1s reached")
+
+	// Polls go on and do not queue the failed item again.
+	requests := cat.ItemStats(stuck[0].ID).Requests
+	polls := testutil.ToFloat64(r.metrics.Polls.WithLabelValues("ok"))
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(r.metrics.Polls.WithLabelValues("ok")) >= polls+4
+	}, 30*time.Second, 50*time.Millisecond)
+	assert.Equal(t, requests, cat.ItemStats(stuck[0].ID).Requests, "band requests after the item failed")
+	assert.Equal(t, failed.IngestedAt, items(t, e.core)[stuck[0].ID].IngestedAt)
+
+	// Stopping while a read hangs is prompt.
+	late := stactest.Chips(t, place, "2019-07-05")
+	cat.StallAsset(late[0].ID)
+	cat.Publish(late...)
+	require.Eventually(t, func() bool { return cat.ItemStats(late[0].ID).Requests > 0 }, 30*time.Second, 20*time.Millisecond)
+	stopAt := time.Now()
+	r.stop()
+	assert.Less(t, time.Since(stopAt), 3*time.Second)
+}
+
+// SIGTERM while an ingestion hangs on a band host: the watcher stops
+// within its stop grace (the job is cancelled and runs again at the next
+// start), not at the job's time limit.
+func TestStopIsPromptWhileAReadHangs(t *testing.T) {
+	cat := stactest.New(t, stactest.Options{})
+	stuck := stactest.Chips(t, place, "2019-06-20")
+	cat.StallAsset(stuck[0].ID)
+	cat.Publish(stuck...)
+	e := openEnv(t, t.TempDir())
+	e.registerFields(t, "UES-01")
+	r := startWatcher(t, e, cat, func(c *watch.Config) { c.JobTimeout, c.StopGrace = 30*time.Second, time.Second })
+	require.Eventually(t, func() bool { return cat.ItemStats(stuck[0].ID).Requests > 0 }, 30*time.Second, 20*time.Millisecond)
+	stopAt := time.Now()
+	r.stop()
+	took := time.Since(stopAt)
+	t.Logf("stopped in %v", took)
+	assert.Less(t, took, 4*time.Second)
+	assert.Equal(t, archive.ItemRetrying, items(t, e.core)[stuck[0].ID].State)
+}
+
+// Defects 9 and 10: malformed items (a numeric id, a bbox of NaN or 1e400)
+// are skipped with a logged reason while the rest of the page is ingested;
+// an item dated 9999-12-31 is refused and does not move the poll window,
+// so a later real item is still found (a catalogue without CQL2, whose
+// polls search from the newest ingested acquisition).
+func TestMalformedAndFutureItems(t *testing.T) {
+	cat := stactest.New(t, stactest.Options{Conformance: []string{stactest.ConformanceCore, stactest.ConformanceSearch, stactest.ConformanceQuery}})
+	cat.Publish(stactest.Chips(t, place, "2019-06-20", "2019-06-30")...)
+	future := stactest.Chips(t, place, "2019-06-10")
+	future[0].ID, future[0].Datetime = "S2A_31UES_99991231_0_L2A", time.Date(9999, 12, 31, 10, 0, 0, 0, time.UTC)
+	cat.Publish(future...)
+	bbox := `[3.0,50.0,4.0,51.0]`
+	doc := func(id, bbox string) string {
+		return `{"type":"Feature","stac_version":"1.0.0","id":` + id + `,"collection":"sentinel-2-l2a","bbox":` + bbox +
+			`,"geometry":null,"properties":{"datetime":"2019-06-25T10:30:00Z","eo:cloud_cover":1},"assets":{},"links":[]}`
+	}
+	cat.PublishRaw(doc(`12345`, bbox), doc(`"nan-bbox"`, `[NaN,50.0,4.0,51.0]`), doc(`"huge-bbox"`, `[3.0,50.0,1e400,51.0]`))
+
+	e := openEnv(t, t.TempDir())
+	f := e.registerFields(t, "UES-01")[0]
+	var logs syncBuffer
+	r := startWatcher(t, e, cat, func(c *watch.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	got := waitItems(t, e.core, 1, id("2019-06-20"), id("2019-06-30"))
+	assert.Equal(t, archive.ItemIngested, got[id("2019-06-30")].State)
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(r.metrics.Polls.WithLabelValues("ok")) >= 2
+	}, 30*time.Second, 50*time.Millisecond)
+	assert.NotContains(t, items(t, e.core), future[0].ID)
+	assert.Zero(t, cat.ItemStats(future[0].ID).Requests)
+	assert.GreaterOrEqual(t, testutil.ToFloat64(r.metrics.BadItems.WithLabelValues("search")), 4.0)
+	for _, want := range []string{"catalogue item skipped", "in the future", "cannot unmarshal number into Go struct field", "1e400", "invalid character 'N'"} {
+		assert.Contains(t, logs.String(), want)
+	}
+
+	// The window still starts from the newest real acquisition: a later
+	// item is found.
+	cat.Publish(stactest.Chips(t, place, "2019-07-05")...)
+	waitItems(t, e.core, 1, id("2019-07-05"))
+	assert.Equal(t, []string{"2019-06-20", "2019-06-30", "2019-07-05"}, usableDates(t, e.core, f))
+	last := cat.Searches()[len(cat.Searches())-1]
+	assert.Contains(t, string(last.Body), `"datetime":"2019-06-2`, "poll window from the newest real acquisition minus the margin")
+}

@@ -70,6 +70,10 @@ type Config struct {
 	// (retried by another) JobTimeout+RescueMargin after it started, plus
 	// up to river's rescuer interval (30 s).
 	JobTimeout time.Duration
+	// StopGrace is how long Run, once its context ends, lets running jobs
+	// finish before cancelling them (they run again at the next start); 0
+	// means DefaultStopGrace.
+	StopGrace time.Duration
 	// Client talks to the catalogue; nil means a stac.NewGuardedClient whose
 	// guard allows what AllowPrivate and AllowHosts name.
 	Client *stac.Client
@@ -97,6 +101,9 @@ type Watcher struct {
 	backfilling map[FieldRef]time.Time
 	// lastPoll is when this process's last successful poll started.
 	lastPoll time.Time
+	// running are the ingestions this process runs (collection, item,
+	// updated), so that a rescued copy of one does not run beside it.
+	running map[string]bool
 }
 
 // backfillRequeue is how long a queued backfill holds its fields.
@@ -141,6 +148,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	setDefault(&cfg.RetryBase, DefaultRetryBase)
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
 	setDefault(&cfg.JobTimeout, DefaultJobTimeout)
+	setDefault(&cfg.StopGrace, DefaultStopGrace)
 	if cfg.JobPoll <= 0 {
 		cfg.JobPoll = time.Second
 		if cfg.Poll > 0 {
@@ -148,7 +156,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		}
 	}
 	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics,
-		backfilling: map[FieldRef]time.Time{}}
+		backfilling: map[FieldRef]time.Time{}, running: map[string]bool{}}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -237,8 +245,9 @@ func setDefault[T comparable](v *T, def T) {
 }
 
 // Run works the jobs and checks the fields for backfills until ctx ends,
-// then lets the jobs in flight finish (for up to a minute; then they are
-// cancelled and retried at the next start).
+// then lets the jobs in flight finish for up to Config.StopGrace; then
+// they are cancelled (their band reads end at once) and retried at the
+// next start.
 func (w *Watcher) Run(ctx context.Context) error {
 	if err := w.startQueue(ctx, 0); err != nil {
 		if ctx.Err() != nil {
@@ -266,12 +275,25 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			stopCtx, cancel := context.WithTimeout(context.Background(), w.cfg.StopGrace)
 			defer cancel()
-			if err := w.queue.Stop(stopCtx); err != nil {
-				hard, cancelHard := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancelHard()
-				return errors.Join(fmt.Errorf("watch: stop jobs: %w", err), w.queue.StopAndCancel(hard))
+			err := w.queue.Stop(stopCtx)
+			if err == nil {
+				return nil
+			}
+			hard, cancelHard := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancelHard()
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The grace is over: the jobs still running are cancelled
+				// and run again at the next start.
+				w.log.InfoContext(ctx, "stopping: cancelling the jobs still running", "grace", w.cfg.StopGrace)
+				err = nil
+			}
+			if herr := w.queue.StopAndCancel(hard); herr != nil {
+				err = errors.Join(err, herr)
+			}
+			if err != nil {
+				return fmt.Errorf("watch: stop jobs: %w", err)
 			}
 			return nil
 		case <-t.C:
@@ -427,8 +449,10 @@ type retryPolicy struct{ base, max, rescueAfter time.Duration }
 
 func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	// A job rescued from a dead worker (still "running" well after its
-	// timeout) did not fail: it runs again at once.
-	if p.rescueAfter > 0 && job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= p.rescueAfter {
+	// timeout) did not fail: its first rescue runs again at once. A job
+	// rescued again is stuck, not orphaned (a read that outlived its
+	// deadline): it backs off like a failure, so it cannot loop.
+	if p.rescueAfter > 0 && job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= p.rescueAfter && job.Attempt <= 1 {
 		return time.Now()
 	}
 	d := p.base << min(max(job.Attempt-1, 0), 30)

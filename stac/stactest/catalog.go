@@ -120,6 +120,8 @@ type Catalog struct {
 	perItem  map[string]*ItemStats
 	searches []SearchRequest
 	refuse   *searchRefusal
+	stalled  map[string]bool
+	raw      []string
 }
 
 // searchRefusal is a FailSearches setting.
@@ -217,6 +219,27 @@ func (c *Catalog) FailSearches(match func(area orb.Bound) bool, status int, body
 	if match != nil {
 		c.refuse = &searchRefusal{match: match, status: status, body: body}
 	}
+}
+
+// PublishRaw adds item documents served as written, not necessarily valid
+// JSON (a NaN, a numeric id), at the start of the first page of every
+// search, for tests of catalogues that serve malformed items.
+func (c *Catalog) PublishRaw(docs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.raw = append(c.raw, docs...)
+}
+
+// StallAsset makes every band file request of item id hang, sending
+// nothing, until the client gives up (or 30 s pass): a band host that
+// accepts connections but never answers.
+func (c *Catalog) StallAsset(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stalled == nil {
+		c.stalled = map[string]bool{}
+	}
+	c.stalled[id] = true
 }
 
 // FailAsset makes every band file of item id answer 404.
@@ -442,7 +465,15 @@ func (c *Catalog) asset(w http.ResponseWriter, r *http.Request, path string) {
 	if failed {
 		c.stats.Failed++
 	}
+	stalled := c.stalled[id]
 	c.mu.Unlock()
+	if stalled {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+		return
+	}
 	if whole && !c.opts.AllowWholeFile {
 		c.t.Errorf("stactest: whole-file GET of %s (band files must be read with Range requests)", path)
 	}

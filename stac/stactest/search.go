@@ -1,6 +1,7 @@
 package stactest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,10 +152,29 @@ func (c *Catalog) search(w http.ResponseWriter, r *http.Request) {
 	if len(hits) > len(page) {
 		links = append(links, c.nextLink(r.Method, p, sortKey(page[len(page)-1])))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"type": "FeatureCollection", "features": features, "links": links,
-		"numberReturned": len(features), "numberMatched": len(hits),
-	})
+	c.mu.Lock()
+	raw := slices.Clone(c.raw)
+	c.mu.Unlock()
+	if len(raw) == 0 || p.Token != "" {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"type": "FeatureCollection", "features": features, "links": links,
+			"numberReturned": len(features), "numberMatched": len(hits),
+		})
+		return
+	}
+	// Malformed documents cannot go through encoding/json: spliced in.
+	data, err := json.Marshal(map[string]any{"type": "FeatureCollection", "features": features, "links": links})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sep := ","
+	if len(features) == 0 {
+		sep = ""
+	}
+	data = bytes.Replace(data, []byte(`"features":[`), []byte(`"features":[`+strings.Join(raw, ",")+sep), 1)
+	w.Header().Set("Content-Type", "application/geo+json")
+	w.Write(data)
 }
 
 func (c *Catalog) record(r SearchRequest) {

@@ -3,11 +3,14 @@ package watch_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,4 +280,26 @@ func TestMalformedAndFutureItems(t *testing.T) {
 	assert.Equal(t, []string{"2019-06-20", "2019-06-30", "2019-07-05"}, usableDates(t, e.core, f))
 	last := cat.Searches()[len(cat.Searches())-1]
 	assert.Contains(t, string(last.Body), `"datetime":"2019-06-2`, "poll window from the newest real acquisition minus the margin")
+}
+
+// Defect 11: AllowPrivate covers the catalogue's own origin only. An item
+// whose band files are on another loopback port is refused before any
+// request, and fails with the guard's reason.
+func TestAllowPrivateIsScopedToTheCatalogue(t *testing.T) {
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { otherHits.Add(1) }))
+	defer other.Close()
+	cat := stactest.New(t, stactest.Options{})
+	e := openEnv(t, t.TempDir())
+	f := e.registerFields(t, "UES-01")[0]
+	cat.PublishRaw(fmt.Sprintf(`{"type":"Feature","stac_version":"1.0.0","id":"elsewhere","collection":"sentinel-2-l2a",`+
+		`"bbox":[%[1]f,%[2]f,%[3]f,%[4]f],"geometry":null,"properties":{"datetime":"2019-06-25T10:30:00Z","eo:cloud_cover":1},`+
+		`"assets":{"red":{"href":"%[5]s/B04.tif","type":"image/tiff; application=geotiff; profile=cloud-optimized","eo:bands":[{"name":"B04"}]},`+
+		`"nir":{"href":"%[5]s/B08.tif","type":"image/tiff; application=geotiff; profile=cloud-optimized","eo:bands":[{"name":"B08"}]}},"links":[]}`,
+		f.Bound.Min[0], f.Bound.Min[1], f.Bound.Max[0], f.Bound.Max[1], other.URL))
+	startWatcher(t, e, cat, nil)
+	got := waitItems(t, e.core, 1, "elsewhere")
+	assert.Equal(t, archive.ItemFailed, got["elsewhere"].State)
+	assert.Contains(t, got["elsewhere"].Error, "catalogue address 127.0.0.1 refused: loopback address")
+	assert.Zero(t, otherHits.Load())
 }

@@ -479,7 +479,7 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	st := w.core.Store()
 	rec := archive.SceneItem{Collection: args.Collection, ID: it.ID, Datetime: it.Datetime, Updated: args.Updated,
-		Source: it.Base, Fields: map[int64]int64{}}
+		Source: it.Source(), Fields: map[int64]int64{}}
 	if limit := time.Now().Add(stac.MaxFutureSkew); it.Datetime.After(limit) {
 		// Queued before the search refused such items: never ingested, so
 		// never the newest acquisition that moves the poll window.
@@ -520,10 +520,14 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("job time limit %v reached: %w", w.cfg.JobTimeout, err)
 	}
+	// An item cropkit refuses to read (another sensor, JPEG 2000 only, local
+	// files) fails at once with the reason: retrying cannot change it.
+	refused := errors.Is(err, imagery.ErrUnsupportedSensor) || errors.Is(err, imagery.ErrUnreadableAsset) ||
+		errors.Is(err, imagery.ErrLocalAsset)
 	switch {
 	case err == nil:
 		rec.State = archive.ItemIngested
-	case last:
+	case last || refused:
 		rec.State, rec.Error, rec.Fields = archive.ItemFailed, err.Error(), nil
 	default:
 		rec.State, rec.Error, rec.Fields = archive.ItemRetrying, err.Error(), nil
@@ -534,6 +538,9 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	if err != nil {
 		w.log.WarnContext(ctx, "item ingestion failed", "item", it.ID, "state", rec.State, "err", err)
+		if refused {
+			return river.JobCancel(err)
+		}
 		return err
 	}
 	w.log.InfoContext(ctx, "item ingested", "item", it.ID, "date", res.Date, "fields", res.Fields,
@@ -611,5 +618,5 @@ func (w *Watcher) ingestOnce(ctx context.Context, it stac.Item, ids []int64, opt
 	}
 	defer scene.Close()
 	// Recorded as a source, so boundary detection can read the item again.
-	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Base})
+	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Source()})
 }

@@ -77,6 +77,11 @@ type Config struct {
 	// Client talks to the catalogue; nil means a stac.NewGuardedClient whose
 	// guard allows what AllowPrivate and AllowHosts name.
 	Client *stac.Client
+	// SignURL names a SAS token service (URL/token/{collection}) whose tokens
+	// sign every asset request (cropkit's --sign-url); "" signs only Planetary
+	// Computer's blob storage, with its public token service. It applies to
+	// the watcher's own client (Client nil).
+	SignURL string
 	// Metrics records the watcher's metrics; nil records none.
 	Metrics *Metrics
 	// Logger receives the watcher's logs; nil discards them.
@@ -163,6 +168,16 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if w.client == nil {
 		w.client = stac.NewGuardedClient(guard, 0)
 		w.client.UserAgent = "cropkit-watch"
+		if cfg.SignURL != "" {
+			// The operator named the token service: its origin may be private.
+			tokens, err := netguard.New("token service").Allow(cfg.SignURL)
+			if err != nil {
+				return nil, fmt.Errorf("%w: sign URL: %w", ErrConfig, err)
+			}
+			if err := w.client.UseTokenService(cfg.SignURL, tokens.Client(stac.DefaultTimeout)); err != nil {
+				return nil, fmt.Errorf("watch: %w", err)
+			}
+		}
 		// Only a client of our own is instrumented: a caller's may be in use.
 		if w.metrics != nil {
 			hc := w.client.HTTPClient

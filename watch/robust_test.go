@@ -260,6 +260,7 @@ func TestMalformedAndFutureItems(t *testing.T) {
 	e := openEnv(t, t.TempDir())
 	f := e.registerFields(t, "UES-01")[0]
 	var logs syncBuffer
+	cat.FailNext(1, http.StatusTooManyRequests, "1") // rate limited once: logged as such, then honoured
 	r := startWatcher(t, e, cat, func(c *watch.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	got := waitItems(t, e.core, 1, id("2019-06-20"), id("2019-06-30"))
 	assert.Equal(t, archive.ItemIngested, got[id("2019-06-30")].State)
@@ -269,7 +270,7 @@ func TestMalformedAndFutureItems(t *testing.T) {
 	assert.NotContains(t, items(t, e.core), future[0].ID)
 	assert.Zero(t, cat.ItemStats(future[0].ID).Requests)
 	assert.GreaterOrEqual(t, testutil.ToFloat64(r.metrics.BadItems.WithLabelValues("search")), 4.0)
-	for _, want := range []string{"catalogue item skipped", "in the future", "cannot unmarshal number into Go struct field", "1e400", "invalid character 'N'"} {
+	for _, want := range []string{"catalogue request failed; retrying", "status=429", "retry_after=1s", "catalogue item skipped", "in the future", "cannot unmarshal number into Go struct field", "1e400", "invalid character 'N'"} {
 		assert.Contains(t, logs.String(), want)
 	}
 

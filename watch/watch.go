@@ -168,6 +168,8 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if w.client == nil {
 		w.client = stac.NewGuardedClient(guard, 0)
 		w.client.UserAgent = "cropkit-watch"
+		// Retried answers (429 with its Retry-After, 5xx) are logged as such.
+		w.client.Logger = w.log.With("component", "catalogue")
 		if cfg.SignURL != "" {
 			// The operator named the token service: its origin may be private.
 			tokens, err := netguard.New("token service").Allow(cfg.SignURL)

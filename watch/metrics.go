@@ -19,8 +19,8 @@ type Metrics struct {
 	// Searches counts catalogue searches by kind (poll, backfill) and
 	// outcome (ok, error: the catalogue kept refusing or failing it).
 	Searches *prometheus.CounterVec
-	// BadItems counts items skipped as malformed (search pages) or refused
-	// at ingestion, by reason (malformed, future).
+	// BadItems counts items skipped as malformed, by where they were
+	// caught (kind: search, a search page; ingest, a job queued earlier).
 	BadItems *prometheus.CounterVec
 	// Deliveries counts webhook delivery attempts by outcome; pass
 	// ObserveDelivery as archive.WebhookOptions.Observe.
@@ -43,7 +43,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Searches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_catalogue_searches_total",
 			Help: "Catalogue searches by kind (poll, backfill) and outcome (ok, error)."}, []string{"kind", "outcome"}),
 		BadItems: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_catalogue_bad_items_total",
-			Help: "Catalogue items skipped as malformed (non-string id, non-finite bbox, no or far-future datetime)."}, []string{"kind"}),
+			Help: "Catalogue items skipped as malformed (non-string id, non-finite bbox, no or far-future datetime), by where (search, ingest)."}, []string{"kind"}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_webhook_deliveries_total",
 			Help: "Webhook delivery attempts by outcome (delivered, rejected, error)."}, []string{"outcome"}),
 	}

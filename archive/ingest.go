@@ -30,10 +30,11 @@ type IngestOptions struct {
 	// Date dates a scene whose date is in neither its metadata nor its name.
 	Date time.Time
 	// Untrusted applies the remote-source policy (the HTTP API sets it): a
-	// URL source and its assets are fetched through the webhook SSRF guard
-	// (no loopback, private, link-local or metadata address unless
-	// Config.IngestAllowPrivate; no redirects), and a STAC item fetched by
-	// URL may only reference http(s) assets.
+	// URL source and its assets are fetched through the SSRF guard (no
+	// loopback, private, link-local or metadata address; with
+	// Config.IngestAllowPrivate the source URL's own origin may be one, its
+	// assets on other hosts may not; no redirects), and a STAC item fetched
+	// by URL may only reference http(s) assets.
 	Untrusted bool
 	// Fields restricts the ingestion to these field ids (nil: every field
 	// the scene covers).
@@ -80,7 +81,18 @@ func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions)
 	if !isHTTPURL(src) {
 		return imagery.OpenScene(ctx, src, so)
 	}
-	c := stac.NewClient(a.allowPriv || !opts.Untrusted, sceneFetchTimeout)
+	// The operator's own commands (not Untrusted) may read private hosts;
+	// an API caller's URL only with IngestAllowPrivate, and then only its
+	// own origin: not other hosts the item names.
+	guard := stac.NewGuard().AllowAll(!opts.Untrusted)
+	if opts.Untrusted && a.allowPriv {
+		g, err := guard.Allow(src)
+		if err != nil {
+			return nil, fmt.Errorf("scene %s: %w", src, err)
+		}
+		guard = g
+	}
+	c := stac.NewGuardedClient(guard, sceneFetchTimeout)
 	if a.signURL != "" {
 		// The operator named the token service: it may be private.
 		if err := c.UseTokenService(a.signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {

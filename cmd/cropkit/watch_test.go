@@ -282,6 +282,9 @@ func TestWatchFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"watch", "-h"}, 0, "-catalog"},
+		{[]string{"watch", "-h"}, 0, "-ingest-allow-host"},
+		{[]string{"watch", "--catalog", "http://127.0.0.1:9/", "--ingest-allow-private", "--ingest-allow-host", "bad host:80"}, 1, "allowed hosts"},
+		{[]string{"watch", "--catalog", "http://127.0.0.1:9/", "--ingest-allow-host", "127.0.0.1:10"}, 1, "catalogue address 127.0.0.1 refused"},
 		{[]string{"watch", "--data", "DIR"}, 1, "--catalog is required"},
 		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--backfill", "soon"}, 1, "backfill"},
 		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--max-cloud", "120"}, 1, "not a percentage"},

@@ -94,7 +94,7 @@ type Store interface {
 	// MarkWatched records that field id's backfill for version is enqueued.
 	MarkWatched(ctx context.Context, id, version int64) error
 
-	// WeatherStore is the weather cache (rowstore_weather.go).
+	// WeatherStore is the weather cache (weather_store.go).
 	WeatherStore
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/metadata"
 	"github.com/cropkit/cropkit/weather"
@@ -59,7 +60,7 @@ func (e *weatherEnv) open(t *testing.T) *archive.Archive {
 	om := cfg.Source.(*weather.OpenMeteo)
 	om.Now, om.BaseBackoff, om.MaxBackoff, om.MaxRetries = e.clock.now, time.Millisecond, 5*time.Millisecond, 2
 	cfg.Now = e.clock.now
-	core, err := archive.Open(context.Background(), e.dir, true, archive.Config{Weather: cfg})
+	core, err := backend.Open(context.Background(), e.dir, true, archive.Config{Weather: cfg})
 	require.NoError(t, err)
 	t.Cleanup(func() { core.Close() })
 	return core
@@ -268,7 +269,7 @@ func BenchmarkFieldWeatherCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	core, err := archive.Open(ctx, b.TempDir(), true, archive.Config{Weather: cfg})
+	core, err := backend.Open(ctx, b.TempDir(), true, archive.Config{Weather: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}

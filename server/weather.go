@@ -82,7 +82,7 @@ func (s *Server) handleWeather(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	return writeFile(w, data, safeFileName(doc.Field)+"_weather.csv", "")
+	return writeFile(w, data, archive.SafeFileName(doc.Field)+"_weather.csv", "")
 }
 
 // weatherCSV writes one row per day, then a "total" row holding the

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/metadata"
 	"github.com/cropkit/cropkit/stac/stactest"
@@ -32,7 +33,7 @@ func TestWatcherRefreshesRecentWeather(t *testing.T) {
 	cfg, err := archive.OpenMeteoWeather(upstream.URL, true)
 	require.NoError(t, err)
 	cfg.Source.(*weather.OpenMeteo).Now, cfg.Now = now, now
-	core, err := archive.Open(ctx, t.TempDir(), true, archive.Config{Weather: cfg})
+	core, err := backend.Open(ctx, t.TempDir(), true, archive.Config{Weather: cfg})
 	require.NoError(t, err)
 	t.Cleanup(func() { core.Close() })
 	_, _, err = core.EnsureAdmin(ctx)

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cropkit/cropkit/webhook"
+	"github.com/cropkit/cropkit/internal/netguard"
 )
 
 // The public Open-Meteo endpoints, used when OpenMeteo.BaseURL is empty.
@@ -63,11 +63,15 @@ type OpenMeteo struct {
 	// asked for every date in one request. A query in BaseURL (apikey=… of
 	// a commercial instance) is sent with every request.
 	BaseURL string
-	// HTTPClient makes the requests; nil means the project's SSRF-guarded
-	// client (webhook.NewClient: no proxy, no redirects, private and
-	// metadata addresses refused at connect time unless AllowPrivate).
+	// HTTPClient makes the requests; nil means the guard's client
+	// (netguard: no proxy, no redirects, special addresses refused at
+	// connect time unless allowed).
 	HTTPClient *http.Client
-	// AllowPrivate lets BaseURL name loopback and private addresses.
+	// Guard checks URLs and connections; nil means netguard.New("weather"),
+	// which refuses loopback, private, link-local and metadata addresses.
+	Guard *netguard.Guard
+	// AllowPrivate lets BaseURL's origin (only) be a loopback or private
+	// address: a self-hosted instance the operator named.
 	AllowPrivate bool
 	// Timeout bounds one attempt (connect, answer, body); 0 means DefaultTimeout.
 	Timeout time.Duration
@@ -129,8 +133,23 @@ func (o *OpenMeteo) client() *http.Client {
 	if o.HTTPClient != nil {
 		return o.HTTPClient
 	}
-	o.hcOnce.Do(func() { o.hc = webhook.NewClient(o.AllowPrivate, o.timeout()) })
+	o.hcOnce.Do(func() { o.hc = o.guard().Client(o.timeout()) })
 	return o.hc
+}
+
+// guard is Guard (or the strict weather guard), with BaseURL's origin
+// allowed when AllowPrivate.
+func (o *OpenMeteo) guard() *netguard.Guard {
+	g := o.Guard
+	if g == nil {
+		g = netguard.New("weather")
+	}
+	if o.AllowPrivate && o.BaseURL != "" {
+		if ag, err := g.Allow(o.BaseURL); err == nil {
+			g = ag
+		}
+	}
+	return g
 }
 
 func (o *OpenMeteo) timeout() time.Duration { return cmpOr(o.Timeout, DefaultTimeout) }
@@ -161,8 +180,9 @@ func (o *OpenMeteo) endpoints() (archive, forecast string) {
 // Validate checks BaseURL with the SSRF guard's URL rules.
 func (o *OpenMeteo) Validate() error {
 	a, f := o.endpoints()
+	g := o.guard()
 	for _, u := range []string{a, f} {
-		if err := webhook.ValidateURL(u, o.AllowPrivate); err != nil {
+		if err := g.CheckURL(u); err != nil {
 			return fmt.Errorf("weather source: %w", err)
 		}
 	}
@@ -375,7 +395,7 @@ func (o *OpenMeteo) get(ctx context.Context, u string) ([]byte, error) {
 			if !retryableStatus(ue.Status) {
 				return nil, err
 			}
-		} else if errors.Is(err, webhook.ErrForbiddenAddress) || errors.Is(err, webhook.ErrInvalidURL) || errors.Is(err, errTooLarge) {
+		} else if errors.Is(err, netguard.ErrForbiddenAddress) || errors.Is(err, netguard.ErrInvalidURL) || errors.Is(err, errTooLarge) {
 			return nil, err
 		}
 		if attempt >= retries {

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/internal/netguard"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/weather"
 	"github.com/cropkit/cropkit/weather/weathertest"
-	"github.com/cropkit/cropkit/webhook"
 )
 
 func f(x float64) *float64 { return &x }
@@ -322,10 +322,10 @@ func TestOpenMeteoFailures(t *testing.T) {
 		defer srv.Close()
 		om := &weather.OpenMeteo{BaseURL: srv.URL}
 		_, err := om.Daily(context.Background(), q)
-		require.ErrorIs(t, err, webhook.ErrForbiddenAddress)
+		require.ErrorIs(t, err, netguard.ErrForbiddenAddress)
 		assert.Equal(t, 0, srv.Requests())
 		_, err = (&weather.OpenMeteo{BaseURL: "http://169.254.169.254"}).Daily(context.Background(), q)
-		require.ErrorIs(t, err, webhook.ErrForbiddenAddress)
+		require.ErrorIs(t, err, netguard.ErrForbiddenAddress)
 	})
 }
 

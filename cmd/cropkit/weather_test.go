@@ -200,5 +200,5 @@ func TestServeWeatherFlags(t *testing.T) {
 	assert.Contains(t, errOut, "not both")
 	code, _, errOut = runCmd(t, "", "serve", "--data", dir, "--weather-url", upstream.URL)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "127.0.0.1 refused: loopback address", "a loopback URL needs --weather-allow-private")
+	assert.Contains(t, errOut, "weather address 127.0.0.1 refused: loopback address", "a loopback URL needs --weather-allow-private")
 }

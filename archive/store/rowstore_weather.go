@@ -1,7 +1,7 @@
 // This file holds the weather cache's schema and queries, on both
 // databases (see rowStore): days of a weather source per grid cell.
 
-package archive
+package store
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cropkit/cropkit/weather"
+	"github.com/cropkit/cropkit/archive"
 )
 
 // migrationWeatherSQLite is appended to migrations (sqlite.go) and
@@ -39,32 +39,7 @@ const (
 	CREATE INDEX weather_days_provisional ON weather_days (source, final, fetched_at);`
 )
 
-// WeatherStore is the weather cache of a Store.
-type WeatherStore interface {
-	// WeatherDays are the stored days of source and cell dated from..to
-	// (inclusive), by date.
-	WeatherDays(ctx context.Context, source, cell, from, to string) ([]CachedDay, error)
-	// PutWeatherDays stores days (replacing stored ones of the same dates).
-	PutWeatherDays(ctx context.Context, source, cell string, days []CachedDay) error
-	// StaleWeather lists, per cell of source, the span of days not final
-	// and fetched before cutoff.
-	StaleWeather(ctx context.Context, source string, cutoff time.Time) ([]WeatherSpan, error)
-}
-
-// CachedDay is a stored day of weather.
-type CachedDay struct {
-	weather.Day
-	Final     bool
-	FetchedAt time.Time
-}
-
-// WeatherSpan is a cell's range of dates.
-type WeatherSpan struct {
-	Cell     string
-	From, To string
-}
-
-func (s *rowStore) WeatherDays(ctx context.Context, source, cell, from, to string) ([]CachedDay, error) {
+func (s *rowStore) WeatherDays(ctx context.Context, source, cell, from, to string) ([]archive.CachedDay, error) {
 	what := "weather days of " + cell
 	rows, err := s.read(ctx, `SELECT day, final, fetched_at FROM weather_days
 		WHERE source = ? AND cell = ? AND date >= ? AND date <= ? ORDER BY date`, source, cell, from, to)
@@ -72,10 +47,10 @@ func (s *rowStore) WeatherDays(ctx context.Context, source, cell, from, to strin
 		return nil, s.d.wrap(what, err)
 	}
 	defer rows.Close()
-	var out []CachedDay
+	var out []archive.CachedDay
 	for rows.Next() {
 		var (
-			c     CachedDay
+			c     archive.CachedDay
 			raw   string
 			final int
 		)
@@ -91,7 +66,7 @@ func (s *rowStore) WeatherDays(ctx context.Context, source, cell, from, to strin
 	return out, s.d.wrapOrNil(what, rows.Err())
 }
 
-func (s *rowStore) PutWeatherDays(ctx context.Context, source, cell string, days []CachedDay) error {
+func (s *rowStore) PutWeatherDays(ctx context.Context, source, cell string, days []archive.CachedDay) error {
 	what := "store weather days of " + cell
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -116,7 +91,7 @@ func (s *rowStore) PutWeatherDays(ctx context.Context, source, cell string, days
 	return s.d.wrapOrNil(what, tx.Commit())
 }
 
-func (s *rowStore) StaleWeather(ctx context.Context, source string, cutoff time.Time) ([]WeatherSpan, error) {
+func (s *rowStore) StaleWeather(ctx context.Context, source string, cutoff time.Time) ([]archive.WeatherSpan, error) {
 	what := "stale weather"
 	rows, err := s.read(ctx, `SELECT cell, MIN(date), MAX(date) FROM weather_days
 		WHERE source = ? AND final = 0 AND fetched_at < ? GROUP BY cell ORDER BY cell`, source, s.d.stamp(cutoff))
@@ -124,9 +99,9 @@ func (s *rowStore) StaleWeather(ctx context.Context, source string, cutoff time.
 		return nil, s.d.wrap(what, err)
 	}
 	defer rows.Close()
-	var out []WeatherSpan
+	var out []archive.WeatherSpan
 	for rows.Next() {
-		var w WeatherSpan
+		var w archive.WeatherSpan
 		if err := rows.Scan(&w.Cell, &w.From, &w.To); err != nil {
 			return nil, s.d.wrap(what, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 )
 
 // IngestAllowPrivate lets an API caller's item URL be private, not the
@@ -32,7 +33,7 @@ func TestIngestAllowPrivateIsScopedToTheItemURL(t *testing.T) {
 				fmt.Fprint(w, item)
 			}))
 			defer cat.Close()
-			core, err := archive.Open(context.Background(), t.TempDir(), true, archive.Config{IngestAllowPrivate: true})
+			core, err := backend.Open(context.Background(), t.TempDir(), true, archive.Config{IngestAllowPrivate: true})
 			require.NoError(t, err)
 			defer core.Close()
 			_, err = core.Ingest(context.Background(), cat.URL+"/item.json", archive.IngestOptions{Untrusted: true})

@@ -127,24 +127,28 @@ func crossValidate(t *testing.T, c chip, extra func(field int) []timeseries.Obse
 		for i := fold; i < len(dates); i += 3 {
 			withheld[dates[i]] = true
 		}
+		givens := make([][]timeseries.Observation, len(c.obs))
+		truths := make([][]timeseries.Observation, len(c.obs))
 		for fi, obs := range c.obs {
-			var given, truth []timeseries.Observation
 			for _, o := range obs {
 				if withheld[o.Date.Format(time.DateOnly)] {
 					if o.Clear >= 0.9 {
-						truth = append(truth, o)
+						truths[fi] = append(truths[fi], o)
 					}
 					continue
 				}
-				given = append(given, o)
+				givens[fi] = append(givens[fi], o)
 			}
-			given = timeseries.Usable(given, minClearEnv())
+			givens[fi] = timeseries.Usable(givens[fi], minClearEnv())
+		}
+		for fi := range c.obs {
+			given, truth := givens[fi], truths[fi]
 			if len(truth) == 0 || len(given) < 2 {
 				continue
 			}
 			all := given
 			if extra != nil {
-				all = append(append([]timeseries.Observation(nil), given...), extra(fi)...)
+				all = append(append([]timeseries.Observation(nil), all...), extra(fi)...)
 			}
 			m, err := timeseries.Fit(all)
 			require.NoError(t, err)

@@ -156,6 +156,7 @@ func (m *Model) fit() {
 		lqs, lql = m.search(&r, grid, lqs, lql, coarse)
 		coarse = false
 		// Standardised smoothed residuals against the unweighted noise.
+		r.qs, r.ql = ratio(lqs), ratio(lql)
 		r.forward(grid, m.rows)
 		_, m.sigma2 = r.logLik()
 		r.smooth(grid)

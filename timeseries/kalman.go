@@ -52,6 +52,9 @@ type obsRow struct {
 const (
 	diffuseLevel = 1e7
 	diffuseSlope = 1e4
+	// breakLevel and breakSlope restart the level and slope after an event.
+	breakLevel = 1e4
+	breakSlope = 1
 )
 
 // run is one pass of the filter (and optionally the smoother) of the model

@@ -99,3 +99,13 @@ func Usable(obs []Observation, minClear float64) []Observation {
 	}
 	return out
 }
+
+// PossibleRange is the range an index's values cannot leave, for
+// Options.Range: [-1, 1] for a normalised difference (X−Y)/(X+Y), else
+// none (Index.Range is a colour stretch, not a bound).
+func PossibleRange(ix imagery.Index) [2]float64 {
+	if len(ix.Bands) == 2 && ix.Formula == fmt.Sprintf("(%[1]s−%[2]s)/(%[1]s+%[2]s)", ix.Bands[0], ix.Bands[1]) {
+		return [2]float64{-1, 1}
+	}
+	return [2]float64{}
+}

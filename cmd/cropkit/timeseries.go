@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/timeseries"
@@ -27,18 +27,9 @@ const maxSeriesDays = 20 * 366
 
 // seriesDoc is the file OUT/<field>/<index>.json.
 type seriesDoc struct {
-	Field  string      `json:"field"`
-	Index  string      `json:"index"`
-	Series []seriesDay `json:"series"`
-}
-
-type seriesDay struct {
-	Date     string   `json:"date"`
-	Observed *float64 `json:"observed"`
-	Sensor   *string  `json:"sensor"`
-	Estimate float64  `json:"estimate"`
-	Lower    float64  `json:"lower"`
-	Upper    float64  `json:"upper"`
+	Field  string          `json:"field"`
+	Index  string          `json:"index"`
+	Series []api.SeriesDay `json:"series"`
 }
 
 // runTimeseries writes a daily series per field and index:
@@ -153,7 +144,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		}
 		for fi, f := range fields {
 			days, err := timeseries.Daily(timeseries.Usable(obs[fi], archive.DefaultMinClear), start, end,
-				timeseries.Options{Range: possibleRange(ix)})
+				timeseries.Options{Range: timeseries.PossibleRange(ix)})
 			if errors.Is(err, timeseries.ErrNoObservations) {
 				fmt.Fprintf(stderr, "field %s %s: no usable observation (≥ %.0f %% clear) in %d scenes, no series\n",
 					f.name, index, 100*archive.DefaultMinClear, len(usable))
@@ -187,14 +178,9 @@ func hasAllBands(have, want []string) bool {
 
 // writeSeries writes OUT/<field>/<index>.json.
 func writeSeries(out, field, index string, days []timeseries.Day) error {
-	doc := seriesDoc{Field: field, Index: index, Series: make([]seriesDay, len(days))}
+	doc := seriesDoc{Field: field, Index: index, Series: make([]api.SeriesDay, len(days))}
 	for i, d := range days {
-		sd := seriesDay{Date: d.Date.Format(time.DateOnly), Estimate: round6(d.Estimate), Lower: round6(d.Lower), Upper: round6(d.Upper)}
-		if !math.IsNaN(d.Observed) {
-			v, s := d.Observed, d.Sensor
-			sd.Observed, sd.Sensor = &v, &s
-		}
-		doc.Series[i] = sd
+		doc.Series[i] = archive.SeriesDay(d)
 	}
 	data, err := json.Marshal(doc)
 	if err != nil {
@@ -205,16 +191,4 @@ func writeSeries(out, field, index string, days []timeseries.Day) error {
 		return fmt.Errorf("field %s: %w", field, err)
 	}
 	return writeAtomic(filepath.Join(dir, index+".json"), data)
-}
-
-func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
-
-// possibleRange is [-1, 1] for a normalised difference (X−Y)/(X+Y), whose
-// estimate and interval cannot leave it, else none (Index.Range is a
-// colour stretch, not a bound).
-func possibleRange(ix imagery.Index) [2]float64 {
-	if len(ix.Bands) == 2 && ix.Formula == fmt.Sprintf("(%[1]s−%[2]s)/(%[1]s+%[2]s)", ix.Bands[0], ix.Bands[1]) {
-		return [2]float64{-1, 1}
-	}
-	return [2]float64{}
 }

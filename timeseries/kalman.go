@@ -72,11 +72,25 @@ type run struct {
 }
 
 // forward filters obs over grid, starting diffuse at the first observation's
-// value. Nodes before the first observation keep the diffuse prior.
+// value, and keeps every node's states for smooth.
 func (r *run) forward(grid []int, obs []obsRow) {
 	r.pred = resize(r.pred, len(grid))
 	r.filt = resize(r.filt, len(grid))
+	r.filter(grid, obs, true)
+}
+
+// likelihood filters obs over grid for the likelihood terms only (the
+// parameter search's inner loop: no state is stored).
+func (r *run) likelihood(grid []int, obs []obsRow) {
+	r.filter(grid, obs, false)
+}
+
+func (r *run) filter(grid []int, obs []obsRow, store bool) {
 	r.sumSq, r.sumLog, r.n = 0, 0, 0
+	// log f is summed as the log of running products (f ≥ r > 0, and a
+	// product of logBatch variances stays far inside float64's range):
+	// one math.Log per batch instead of per observation.
+	prod, batch := 1.0, 0
 	g := gauss{p00: diffuseLevel, p11: diffuseSlope}
 	if len(obs) > 0 {
 		g.x0 = obs[0].y
@@ -86,20 +100,32 @@ func (r *run) forward(grid []int, obs []obsRow) {
 		if i > 0 {
 			g = g.predict(float64(day-grid[i-1]), r.qs, r.ql)
 		}
-		r.pred[i] = g
+		if store {
+			r.pred[i] = g
+		}
 		for ; k < len(obs) && obs[k].day == day; k++ {
 			var v, f float64
 			g, v, f = g.update(obs[k].y, obs[k].r)
 			if seen >= 2 {
 				r.sumSq += v * v / f
-				r.sumLog += math.Log(f)
+				prod *= f
+				if batch++; batch == logBatch {
+					r.sumLog += math.Log(prod)
+					prod, batch = 1, 0
+				}
 				r.n++
 			}
 			seen++
 		}
-		r.filt[i] = g
+		if store {
+			r.filt[i] = g
+		}
 	}
+	r.sumLog += math.Log(prod)
 }
+
+// logBatch is how many innovation variances are multiplied before a log.
+const logBatch = 8
 
 // logLik is the log-likelihood with R concentrated out (up to a constant)
 // and that R.

@@ -217,7 +217,7 @@ func (m *Model) search(r *run, grid []int, lqs, lql float64, coarse bool) (float
 			return
 		}
 		r.qs, r.ql = ratio(a), ratio(b)
-		r.forward(grid, m.rows)
+		r.likelihood(grid, m.rows)
 		if ll, _ := r.logLik(); ll > best {
 			best, lqs, lql = ll, a, b
 		}
@@ -231,7 +231,9 @@ func (m *Model) search(r *run, grid []int, lqs, lql float64, coarse bool) (float
 		}
 		step = 0.5
 	} else {
+		// a re-fit after new robustness weights: the optimum moves little
 		eval(lqs, lql)
+		step = 0.25
 	}
 	for ; step >= 0.125; step /= 2 {
 		ca, cb := lqs, lql

@@ -322,6 +322,9 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 	}
 	if rs.identity() { // same grid as the scene: convert in place
 		cv.convert(dn, dn)
+		if b.decibel {
+			toLinear(dn)
+		}
 		return dn, nil
 	}
 	nan := math.NaN()
@@ -344,7 +347,17 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		}
 		cv.convert(line, line)
 	}
+	if b.decibel {
+		toLinear(out)
+	}
 	return out, nil
+}
+
+// toLinear turns dB values into linear power, 10^(v/10), in place (NaN stays NaN).
+func toLinear(v []float64) {
+	for i, x := range v {
+		v[i] = math.Pow(10, x/10)
+	}
 }
 
 // dnConverter turns digital numbers into reflectance: (DN + add) / divisor

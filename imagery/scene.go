@@ -65,7 +65,7 @@ type Scene struct {
 	grid     geo.Grid
 	bands    map[string]*band // reflectance bands by name (B02, B8A, …)
 	mask     *band            // SCL or CLM, nil when the scene has neither
-	maskSCL  bool             // mask is SCL (else CLM)
+	maskKind qaKind           // how the mask's values read
 	maskedAs [256]bool        // mask value → masked
 	sensor   Sensor
 	cache    *tileCache
@@ -88,6 +88,11 @@ type band struct {
 	harmonized bool
 	// epsg is the item's proj:code/proj:epsg, used only when the file has no EPSG code.
 	epsg int
+	// landsat: an OLI band served under a Sentinel-2 name: Collection 2
+	// scaling (Collection 1 when landsatC1) unless explicitScale, then the
+	// inverse HLS bandpass adjustment hls.
+	landsat, landsatC1 bool
+	hls                hlsAdjust
 	// decibel: the band's values (after scaling) are dB, read as linear power 10^(v/10).
 	// Set for radar bands from VALUE_UNIT unless explicitScale.
 	decibel bool
@@ -176,6 +181,10 @@ func (s *Scene) loadFolder(dir string) error {
 	if err != nil {
 		return err
 	}
+	if isLandsatFolder(entries) {
+		s.loadLandsatFolder(dir, entries)
+		entries = nil
+	}
 	for _, e := range entries {
 		m := bandFileName.FindStringSubmatch(strings.ToUpper(e.Name()))
 		if m == nil || e.IsDir() {
@@ -194,7 +203,7 @@ func (s *Scene) loadFolder(dir string) error {
 func (s *Scene) addBand(b *band) {
 	switch b.name {
 	case "SCL":
-		s.mask, s.maskSCL = b, true
+		s.mask, s.maskKind = b, qaSCL
 	case "CLM":
 		if s.mask == nil {
 			s.mask = b
@@ -253,13 +262,18 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 	if s.sensor == "" {
 		s.sensor = sensorFromMetadata(ref.file.Metadata())
 	}
+	landsat := ref.landsat
 	if s.sensor == "" {
-		s.sensor = Sentinel2
-		if radar > 0 {
+		switch {
+		case radar > 0:
 			s.sensor = Sentinel1
+		case landsat:
+			s.sensor = Landsat
+		default:
+			s.sensor = Sentinel2
 		}
 	}
-	if s.sensor.Radar() != (radar > 0) {
+	if s.sensor.Radar() != (radar > 0) || (s.sensor.Family() == FamilyLandsat) != landsat {
 		return fmt.Errorf("sensor %s does not match the scene's bands %v", s.sensor, s.Bands())
 	}
 	if s.sensor.Radar() && s.mask != nil {
@@ -355,6 +369,8 @@ func (s *Scene) open(ctx context.Context, b *band) error {
 		case b.explicitScale:
 		case isRadarBand(b.name):
 			b.scale, b.add, b.decibel = radarScaling(f.Metadata())
+		case b.landsat:
+			b.scale, b.add = landsatScaling(f.Metadata(), b.landsatC1)
 		default:
 			b.scale, b.add = reflectanceScaling(f.Metadata(), b.baseline, b.harmonized)
 		}
@@ -458,7 +474,8 @@ func (s *Scene) Bands() []string {
 	return slices.Sorted(maps.Keys(s.bands))
 }
 
-// MaskBand is "SCL", "CLM" or "" when the scene has no mask.
+// MaskBand is "SCL", "CLM", "QA_PIXEL" (Landsat Collection 2), "QA_PIXEL_C1"
+// (Collection 1) or "" when the scene has no mask.
 func (s *Scene) MaskBand() string {
 	if s.mask == nil {
 		return ""

@@ -149,4 +149,7 @@ type HistoryRow struct {
 	MeanVariation float64 `json:"mean_variation"`
 	PreviousDate  *string `json:"previous_date"`
 	Scene         string  `json:"scene"`
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8",
+	// "sentinel-1a", …; the mission when the source names no satellite).
+	Sensor string `json:"sensor"`
 }

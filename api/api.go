@@ -57,6 +57,10 @@ type Report struct {
 	MeanVariation float64
 	PreviousDate  *string
 	Date          string
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8",
+	// "sentinel-1a", …; "sentinel-1" when the source names only the
+	// mission); "" in documents that predate sensors.
+	Sensor string
 }
 
 // UnmarshalJSON reads a §2.5 document; the index is the one key that is
@@ -77,6 +81,8 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 			err = json.Unmarshal(raw, &r.Bounds)
 		case k == "date":
 			err = json.Unmarshal(raw, &r.Date)
+		case k == "sensor":
+			err = json.Unmarshal(raw, &r.Sensor)
 		case k == "previous_date":
 			err = json.Unmarshal(raw, &r.PreviousDate)
 		case floats[k] != nil:
@@ -143,6 +149,9 @@ type HistoryRow struct {
 	MeanVariation float64 `json:"mean_variation"`
 	PreviousDate  *string `json:"previous_date"`
 	Scene         string  `json:"scene"`
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8",
+	// "sentinel-1a", …; the mission when the source names no satellite).
+	Sensor string `json:"sensor"`
 }
 
 // SeriesDay is one day of a field's daily series (GET /fields/timeseries):

@@ -38,7 +38,10 @@ type Image struct {
 // the latest).
 type ImageQuery struct {
 	Field, Index, Date string
-	WithGeometry       bool
+	// Sensor keeps one sensor family's images (see SensorFamily): "" the
+	// index's default (Sentinel-2 for optical indices), "any" all.
+	Sensor       string
+	WithGeometry bool
 }
 
 // Image resolves q for u: ErrInvalid/ErrForbidden for an unknown or
@@ -56,12 +59,20 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 	if !slices.Contains(f.Indices, index) {
 		return Image{}, NotFound("field %q is not registered for index %q", f.Name, index)
 	}
-	products, err := a.UsableProducts(ctx, f, index, "", "")
+	family, err := a.SensorFamily(index, q.Sensor)
+	if err != nil {
+		return Image{}, err
+	}
+	products, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true, Family: family})
 	if err != nil {
 		return Image{}, err
 	}
 	if len(products) == 0 {
-		return Image{}, NoImagery("no usable %s image of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, f.Name)
+		of := ""
+		if family != "" {
+			of = " from " + family
+		}
+		return Image{}, NoImagery("no usable %s image%s of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, of, f.Name)
 	}
 	i := ClosestDate(products, q.Date)
 	img := Image{Field: f, Index: index, Product: products[i]}

@@ -322,6 +322,7 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 	}
 	if rs.identity() { // same grid as the scene: convert in place
 		cv.convert(dn, dn)
+		b.finish(dn)
 		return dn, nil
 	}
 	nan := math.NaN()
@@ -344,7 +345,26 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		}
 		cv.convert(line, line)
 	}
+	b.finish(out)
 	return out, nil
+}
+
+// finish turns scaled values into what indices use: linear power for a
+// radar band in dB, MSI-equivalent reflectance for a Landsat band.
+func (b *band) finish(v []float64) {
+	switch {
+	case b.decibel:
+		toLinear(v)
+	case b.landsat:
+		b.hls.harmonize(v)
+	}
+}
+
+// toLinear turns dB values into linear power, 10^(v/10), in place (NaN stays NaN).
+func toLinear(v []float64) {
+	for i, x := range v {
+		v[i] = math.Pow(10, x/10)
+	}
 }
 
 // dnConverter turns digital numbers into reflectance: (DN + add) / divisor
@@ -418,9 +438,12 @@ func (s *Scene) readMask(ctx context.Context, target geo.Grid) ([]bool, error) {
 				continue
 			}
 			v := srcLine[sc]
-			if s.maskSCL {
+			switch s.maskKind {
+			case qaSCL:
 				line[c] = v >= 0 && v < 256 && !s.maskedAs[int(v)]
-			} else {
+			case qaLandsatC1, qaLandsatC2:
+				line[c] = landsatUsable(s.maskKind, v)
+			default:
 				line[c] = v != 1
 			}
 		}

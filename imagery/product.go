@@ -15,6 +15,8 @@ import (
 type Product struct {
 	Index string
 	Date  time.Time
+	// Sensor is the sensor of the scene the product comes from.
+	Sensor Sensor
 	// Grid is the field window's grid in the scene CRS; Values has Grid.Cols·Grid.Rows entries.
 	Grid geo.Grid
 	// Values holds the index per pixel, row-major, rows north to south; NaN
@@ -47,6 +49,11 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 	if err != nil {
 		return nil, err
 	}
+	for _, ix := range idx {
+		if !ix.AppliesTo(s.sensor) {
+			return nil, fmt.Errorf("%w: %s applies to %v, scene %s is %s", ErrSensorMismatch, ix.Name, ix.Sensors, s.id, s.sensor)
+		}
+	}
 	fr, release, err := s.readProjected(ctx, field, bands, len(idx))
 	if err != nil {
 		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
@@ -62,6 +69,7 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 			continue
 		}
 		p.Date = s.date
+		p.Sensor = s.sensor
 		out = append(out, p)
 	}
 	if len(out) == 0 {
@@ -137,7 +145,18 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 		}
 		clear = append(clear, v)
 	}
+	var linearMean float64
+	if ix.Decibel && len(clear) > 0 {
+		lin := make([]float64, len(clear))
+		for i, v := range clear {
+			lin[i] = math.Pow(10, v/10)
+		}
+		linearMean = 10 * math.Log10(pairwiseSum(lin)/float64(len(lin)))
+	}
 	st := statsOf(clear)
+	if ix.Decibel && st.Num > 0 {
+		st.Mean = linearMean
+	}
 	st.FieldPixels = fr.FieldPixels
 	if fr.FieldPixels > 0 {
 		st.CloudCover = 100 * float64(masked) / float64(fr.FieldPixels)

@@ -77,7 +77,11 @@ func (s *Server) image(ctx context.Context, c *call, index string, withGeometry 
 	if err != nil {
 		return archive.Image{}, err
 	}
-	return s.core.Image(ctx, c.user, archive.ImageQuery{Field: name, Index: index, Date: date, WithGeometry: withGeometry})
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return archive.Image{}, err
+	}
+	return s.core.Image(ctx, c.user, archive.ImageQuery{Field: name, Index: index, Date: date, Sensor: sensor, WithGeometry: withGeometry})
 }
 
 // fileBase is "<field>_<index>_<YYYYMMDD>" with characters unsafe in file names replaced.
@@ -200,6 +204,7 @@ type fileEntry struct {
 	Mean       float64 `json:"mean"`
 	Num        int     `json:"num"`
 	Scene      string  `json:"scene"`
+	Sensor     string  `json:"sensor"`
 }
 
 type filesListResponse struct {
@@ -249,7 +254,15 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return err
+	}
 	products, err := s.core.Products(r.Context(), f, archive.ProductQuery{Index: index, From: from, To: to, UsableOnly: true})
+	if err != nil {
+		return err
+	}
+	products, err = s.core.KeepSensor(products, sensor)
 	if err != nil {
 		return err
 	}
@@ -277,7 +290,7 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 			continue
 		}
 		out.Indices[p.Index] = append(out.Indices[p.Index], fileEntry{
-			Date: p.Date, CloudCover: p.CloudCover, Mean: p.Mean, Num: p.Num, Scene: p.SceneID,
+			Date: p.Date, CloudCover: p.CloudCover, Mean: p.Mean, Num: p.Num, Scene: p.SceneID, Sensor: archive.ProductSensor(p),
 		})
 	}
 	return writeJSON(w, http.StatusOK, out)

@@ -231,6 +231,8 @@ type indicesResponse struct {
 }
 
 type indexJSON struct {
+	// Sensors are the sensor families the index applies to.
+	Sensors []string `json:"sensors"`
 	Name    string   `json:"name"`
 	Formula string   `json:"formula"`
 	Source  string   `json:"source"`
@@ -242,7 +244,11 @@ func (s *Server) handleIndices(w http.ResponseWriter, r *http.Request, c *call) 
 	out := indicesResponse{Indices: []indexJSON{}}
 	for _, n := range s.core.IndexNames(c.user) {
 		ix, _ := s.cat.Lookup(n)
-		out.Indices = append(out.Indices, indexJSON{Name: ix.Name, Formula: ix.Formula, Source: ix.Source, Bands: ix.Bands})
+		sensors := make([]string, len(ix.Sensors))
+		for i, f := range ix.Sensors {
+			sensors[i] = string(f)
+		}
+		out.Indices = append(out.Indices, indexJSON{Name: ix.Name, Formula: ix.Formula, Source: ix.Source, Bands: ix.Bands, Sensors: sensors})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -18,10 +18,6 @@ import (
 // MaxSeriesDays bounds a daily series' span (one element per day).
 const MaxSeriesDays = 20 * 366
 
-// productSensor is the sensor of a stored product: ingestion reads
-// Sentinel-2 scenes, whose products rows do not name a sensor.
-func productSensor(Product) string { return timeseries.SensorOf(nil) }
-
 // fieldSeries is a field's fitted series of one index from its stored
 // usable products (the per-date statistics rows; no file is read).
 type fieldSeries struct {

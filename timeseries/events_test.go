@@ -92,3 +92,47 @@ func TestEventsRealData(t *testing.T) {
 	t.Logf("winter-cereal parcels with a harvest drop (optical): %d of %d\n%s", harvests, cereals, table.String())
 	assert.GreaterOrEqual(t, harvests, cereals-1)
 }
+
+// TestRadarEventsRealData counts the winter-cereal parcels whose Sentinel-1
+// series alone show a change at harvest (mid-June to August): radar sees
+// through the cloudy weeks. Harvest removes the canopy: VH falls and the
+// VH/VV ratio falls, VV may rise over bare soil, so both kinds are counted.
+func TestRadarEventsRealData(t *testing.T) {
+	var table strings.Builder
+	for _, idx := range []string{"vh", "vv", "vh_vv", "rvi"} {
+		drops, changes, cereals := 0, 0, 0
+		for _, place := range []string{"flanders-31UDS", "flanders-31UES"} {
+			c := loadChip(t, place, "s1", idx)
+			for fi, obs := range c.obs {
+				if !winterCereal(c.props[fi]["crop_code"].(float64)) {
+					continue
+				}
+				cereals++
+				m, err := timeseries.Fit(obs)
+				require.NoError(t, err)
+				events, err := m.Events(timeseries.EventOptions{Index: idx})
+				require.NoError(t, err)
+				drop, change := false, false
+				for _, e := range events {
+					if e.Date.Month() >= time.June && e.Date.Month() <= time.August && (e.Date.Month() != time.June || e.Date.Day() >= 15) {
+						fmt.Fprintf(&table, "%-6s %-7s %s %-4s %+.3f (expected %.3f, observed %.3f)\n", idx, c.fields[fi],
+							e.Date.Format(time.DateOnly), e.Kind, e.Magnitude, e.Expected, e.Observed)
+						change = true
+						drop = drop || e.Kind == timeseries.Drop
+					}
+				}
+				if drop {
+					drops++
+				}
+				if change {
+					changes++
+				}
+			}
+		}
+		fmt.Fprintf(&table, "%-6s winter-cereal parcels with a harvest drop: %d, with any change: %d, of %d\n", idx, drops, changes, cereals)
+		if idx == "vh" {
+			assert.Positive(t, drops, "VH falls when the canopy is cut")
+		}
+	}
+	t.Log("\n" + table.String())
+}

@@ -102,7 +102,7 @@ func (r *cvResult) add(o cvResult) {
 // fields (three folds, each date withheld once), gives the rest of the
 // usable observations to the series and scores the withheld (field, date)
 // pairs where the field is ≥ 90 % clear.
-func crossValidate(t *testing.T, c chip, extra func(field int) []timeseries.Observation) cvResult {
+func crossValidate(t *testing.T, c chip, extra func(field int, given []timeseries.Observation) []timeseries.Observation) cvResult {
 	t.Helper()
 	// dates clear over most fields
 	clearCount := map[string]int{}
@@ -148,7 +148,7 @@ func crossValidate(t *testing.T, c chip, extra func(field int) []timeseries.Obse
 			}
 			all := given
 			if extra != nil {
-				all = append(append([]timeseries.Observation(nil), all...), extra(fi)...)
+				all = append(append([]timeseries.Observation(nil), all...), extra(fi, given)...)
 			}
 			m, err := timeseries.Fit(all)
 			require.NoError(t, err)

@@ -22,9 +22,14 @@ type SceneOptions struct {
 	Sensor func(*imagery.Scene) string
 }
 
-// SensorOf is the sensor name of a scene: "sentinel-2" for the optical
-// scenes imagery opens.
-func SensorOf(*imagery.Scene) string { return "sentinel-2" }
+// SensorOf is the sensor name of a scene ("sentinel-2a", "landsat-8",
+// "sentinel-1", …), "sentinel-2" when the scene does not say.
+func SensorOf(s *imagery.Scene) string {
+	if s == nil || s.Sensor() == "" {
+		return string(imagery.Sentinel2)
+	}
+	return string(s.Sensor())
+}
 
 // SceneObservations measures index over every field (EPSG:4326) in every
 // scene, as the archive's ingestion does (imagery's field windows, its mask

@@ -127,16 +127,16 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	written := 0
 	for _, index := range indices {
 		ix, _ := cat.Lookup(index)
-		// The scenes holding the index's bands: an optical index is not
-		// measured in a radar scene, and the other way round.
+		// The scenes of the sensors the index applies to: an optical
+		// index is not measured in a radar scene, and the other way round.
 		var usable []*imagery.Scene
 		for _, s := range opened {
-			if hasAllBands(s.Bands(), ix.Bands) {
+			if ix.AppliesTo(s.Sensor()) && hasAllBands(s.Bands(), ix.Bands) {
 				usable = append(usable, s)
 			}
 		}
 		if len(usable) == 0 {
-			return fmt.Errorf("--index %s: no scene has its bands %v", index, ix.Bands)
+			return fmt.Errorf("--index %s: no scene of the sensors it applies to (%v) with its bands %v", index, ix.Sensors, ix.Bands)
 		}
 		obs, err := timeseries.SceneObservations(ctx, usable, geoms, index, timeseries.SceneOptions{Catalogue: cat, Workers: workers})
 		if err != nil {

@@ -110,3 +110,38 @@ func TestTimeseriesCommandErrors(t *testing.T) {
 		require.ErrorContains(t, err, tt.want)
 	}
 }
+
+// Sentinel-2 and Sentinel-1 folders together: each index is measured on
+// the scenes of its sensors, radar series name their sensor.
+func TestTimeseriesCommandRadarAndOptical(t *testing.T) {
+	s2 := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	s1 := testenv.DataDir(t, "s1", "flanders-31UES")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	out := t.TempDir()
+	args := []string{"--scene", s2, "--fields", fields, "--index", "ndvi,vh", "--from", "2019-06-01", "--to", "2019-06-30", "--out", out}
+	for _, d := range []string{"2019-06-04", "2019-06-10", "2019-06-16", "2019-06-22", "2019-06-28"} {
+		args = append(args, "--scene", filepath.Join(s1, d))
+	}
+	_, err := runTimeseriesArgs(t, args...)
+	require.NoError(t, err)
+	var doc struct {
+		Series []struct {
+			Date     string
+			Observed *float64
+			Sensor   *string
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "UES-03", "vh.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &doc))
+	require.Len(t, doc.Series, 30)
+	require.NotNil(t, doc.Series[3].Observed, doc.Series[3].Date)
+	assert.Equal(t, "sentinel-1", *doc.Series[3].Sensor)
+	assert.Less(t, *doc.Series[3].Observed, -5.0, "VH in dB")
+	assert.Nil(t, doc.Series[19].Observed, "the S2 date is not a radar observation")
+	data, err = os.ReadFile(filepath.Join(out, "UES-03", "ndvi.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &doc))
+	require.NotNil(t, doc.Series[19].Observed)
+	assert.Nil(t, doc.Series[3].Observed, "a radar date is no NDVI observation")
+}

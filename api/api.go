@@ -226,3 +226,18 @@ type FieldEvents struct {
 	FieldName string       `json:"field_name"`
 	Events    []FieldEvent `json:"events"`
 }
+
+// EventTopic names the field-event notifications a webhook registration
+// opts in to (register_webhook with events=true); registrations that did
+// not opt in receive only the §6 product notifications.
+const EventTopic = "field.event"
+
+// EventNotification is the webhook payload of one field event: signed and
+// delivered like §6 notifications, once per event and registration (its
+// webhook-id is derived from the field, index, date and kind).
+type EventNotification struct {
+	Type  string     `json:"type"` // EventTopic
+	Group string     `json:"group"`
+	Field string     `json:"field"`
+	Event FieldEvent `json:"event"`
+}

@@ -3,6 +3,7 @@ package archive
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/timeseries"
+	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
 // MaxSeriesDays bounds a daily series' span (one element per day).
@@ -48,16 +50,7 @@ func (a *Archive) series(ctx context.Context, u User, fieldName, index string, w
 	if err != nil {
 		return fieldSeries{}, err
 	}
-	obs := make([]timeseries.Observation, 0, len(ps))
-	for _, p := range ps {
-		d, err := time.Parse(time.DateOnly, p.Date)
-		if err != nil || p.FieldPixels == 0 {
-			continue
-		}
-		obs = append(obs, timeseries.Observation{Date: d, Value: p.Mean, Sensor: productSensor(p),
-			Clear: float64(p.Num) / float64(p.FieldPixels)})
-	}
-	m, err := timeseries.Fit(obs)
+	m, err := fitProducts(ps)
 	if errors.Is(err, timeseries.ErrNoObservations) {
 		return fieldSeries{}, NoImagery("no usable %s image of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, f.Name)
 	}
@@ -252,4 +245,78 @@ func fieldEvent(name string, e timeseries.Event) api.FieldEvent {
 	return api.FieldEvent{FieldName: name, Date: e.Date.Format(time.DateOnly), Kind: e.Kind, Index: e.Index, Sensor: e.Sensor,
 		Magnitude: r(e.Magnitude), Observed: r(e.Observed), Expected: r(e.Expected), Lower: r(e.Lower), Upper: r(e.Upper),
 		ConfirmedBy: e.ConfirmedBy.Format(time.DateOnly)}
+}
+
+// fitProducts fits the series of a field's usable products of one index.
+func fitProducts(ps []Product) (*timeseries.Model, error) {
+	obs := make([]timeseries.Observation, 0, len(ps))
+	for _, p := range ps {
+		d, err := time.Parse(time.DateOnly, p.Date)
+		if err != nil || p.FieldPixels == 0 {
+			continue
+		}
+		obs = append(obs, timeseries.Observation{Date: d, Value: p.Mean, Sensor: productSensor(p),
+			Clear: float64(p.Num) / float64(p.FieldPixels)})
+	}
+	return timeseries.Fit(obs)
+}
+
+// SetWebhookEvents opts u's webhook registration id in to field-event
+// notifications (on) or out of them. ErrNotFound for another user's.
+func (a *Archive) SetWebhookEvents(ctx context.Context, u User, id int64, on bool) error {
+	err := a.hooks.outbox.Subscribe(ctx, u.Name, id, api.EventTopic, on)
+	if errors.Is(err, sqlstore.ErrNotFound) {
+		return NotFound("webhook %d not found", id)
+	}
+	return err
+}
+
+// notifyEvents enqueues the field events that the usable products of date,
+// just recorded, trigger or confirm, to the owner's webhooks that opted in
+// to them (api.EventNotification). Each event goes out once per
+// registration: its webhook-id derives from the field, index, event date
+// and kind, so a re-ingestion, or a later date recomputing the same event,
+// adds nothing. An ingestion that fails between its products' commit and
+// this step leaves that date's events unsent until the date is ingested
+// again.
+func (a *Archive) notifyEvents(ctx context.Context, f Field, date string, products []imagery.Product) (int, error) {
+	on, err := a.hooks.outbox.Subscribed(ctx, f.Owner, api.EventTopic)
+	if err != nil || !on {
+		return 0, err
+	}
+	n := 0
+	for _, p := range products {
+		ps, err := a.UsableProducts(ctx, f, p.Index, "", "")
+		if err != nil {
+			return n, err
+		}
+		m, err := fitProducts(ps)
+		if errors.Is(err, timeseries.ErrNoObservations) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		evs, err := m.Events(timeseries.EventOptions{Index: p.Index})
+		if err != nil {
+			return n, err
+		}
+		for _, e := range evs {
+			fe := fieldEvent(f.Name, e)
+			if fe.Date != date && fe.ConfirmedBy != date {
+				continue
+			}
+			body, err := json.Marshal(api.EventNotification{Type: api.EventTopic, Group: f.Group, Field: f.Name, Event: fe})
+			if err != nil {
+				return n, err
+			}
+			key := fmt.Sprintf("evt_%d_%s_%s_%s", f.ID, fe.Index, fe.Date, fe.Kind)
+			k, err := a.hooks.outbox.EnqueueTopic(ctx, f.Owner, api.EventTopic, key, body)
+			if err != nil {
+				return n, err
+			}
+			n += k
+		}
+	}
+	return n, nil
 }

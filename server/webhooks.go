@@ -33,10 +33,17 @@ type webhookRegistered struct {
 	URL      string `json:"url"`
 	Created  bool   `json:"created"`
 	Secret   string `json:"secret,omitempty"`
+	// Events is whether the registration receives field-event
+	// notifications, when the request set it (events=true|false).
+	Events *bool `json:"events,omitempty"`
 }
 
 func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c *call) error {
 	raw, err := c.params.required("url")
+	if err != nil {
+		return err
+	}
+	events, hasEvents, err := c.params.boolean("events")
 	if err != nil {
 		return err
 	}
@@ -45,6 +52,12 @@ func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c
 		return err
 	}
 	out := webhookRegistered{Username: c.user.Name, ID: reg.ID, URL: reg.URL, Created: reg.Created, Secret: reg.Secret}
+	if hasEvents {
+		if err := s.core.SetWebhookEvents(r.Context(), c.user, reg.ID, events); err != nil {
+			return err
+		}
+		out.Events = &events
+	}
 	if reg.Created {
 		out.Message = fmt.Sprintf("webhook %s registered; keep its secret, it is shown only once", reg.URL)
 	} else {

@@ -360,12 +360,17 @@ func (b *band) finish(v []float64) {
 	}
 }
 
-// toLinear turns dB values into linear power, 10^(v/10), in place (NaN stays NaN).
+// toLinear turns dB values into linear power, 10^(v/10), in place (NaN
+// stays NaN), as e^(v·ln10/10): math.Exp is several times faster than
+// math.Pow and agrees to an ulp or two.
 func toLinear(v []float64) {
 	for i, x := range v {
-		v[i] = math.Pow(10, x/10)
+		v[i] = math.Exp(x * dBToLn)
 	}
 }
+
+// dBToLn is ln(10)/10: 10^(x/10) = e^(x·dBToLn).
+const dBToLn = math.Ln10 / 10
 
 // dnConverter turns digital numbers into reflectance: (DN + add) / divisor
 // when the scale is the inverse of an integer, else (DN + add) · scale; NaN

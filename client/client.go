@@ -345,6 +345,10 @@ type DownloadRequest struct {
 	FieldName string
 	Index     string
 	Date      string // YYYY-MM-DD
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // File is a downloaded file.
@@ -386,12 +390,12 @@ func (d DownloadRequest) path(fileType string) string {
 
 // DownloadPNG downloads the image rendered with the index colormap.
 func (c *Client) DownloadPNG(ctx context.Context, d DownloadRequest) (File, error) {
-	return c.file(ctx, request{path: d.path("image"), query: query("field_name", d.FieldName, "date", d.Date)})
+	return c.file(ctx, request{path: d.path("image"), query: query("field_name", d.FieldName, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // DownloadJSON downloads the §2.5 JSON document as bytes.
 func (c *Client) DownloadJSON(ctx context.Context, d DownloadRequest) (File, error) {
-	return c.file(ctx, request{path: d.path("json"), query: query("field_name", d.FieldName, "date", d.Date)})
+	return c.file(ctx, request{path: d.path("json"), query: query("field_name", d.FieldName, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // DownloadReport downloads the §2.5 JSON document decoded; the date served
@@ -410,7 +414,7 @@ func (c *Client) DownloadReport(ctx context.Context, d DownloadRequest) (api.Rep
 
 // DownloadZip downloads both files zipped: <field>_<index>_<YYYYMMDD>.png and .json.
 func (c *Client) DownloadZip(ctx context.Context, d DownloadRequest) (File, error) {
-	return c.file(ctx, request{path: d.path(""), query: query("field_name", d.FieldName, "date", d.Date)})
+	return c.file(ctx, request{path: d.path(""), query: query("field_name", d.FieldName, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // FileEntry is one date with a usable image.
@@ -420,6 +424,7 @@ type FileEntry struct {
 	Mean       float64 `json:"mean"`
 	Num        int     `json:"num"`
 	Scene      string  `json:"scene"`
+	Sensor     string  `json:"sensor"`
 }
 
 // FileList is the answer of ListFiles: usable dates per index.
@@ -434,13 +439,17 @@ type ListFilesRequest struct {
 	Index     string
 	StartDate string
 	EndDate   string
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // ListFiles lists the dates with a usable image, per index.
 func (c *Client) ListFiles(ctx context.Context, l ListFilesRequest) (FileList, error) {
 	var out FileList
 	return out, c.call(ctx, request{path: "/files/list",
-		query: query("field_name", l.FieldName, "index", l.Index, "start_date", l.StartDate, "end_date", l.EndDate)}, &out)
+		query: query("field_name", l.FieldName, "index", l.Index, "start_date", l.StartDate, "end_date", l.EndDate, "sensor", l.Sensor)}, &out)
 }
 
 // ValueRequest asks the index value at a location.
@@ -449,6 +458,10 @@ type ValueRequest struct {
 	Index     string
 	Lat, Lon  float64
 	Date      string
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // Value is the answer of Value.
@@ -464,7 +477,7 @@ type Value struct {
 // Value returns the index value of the pixel holding (Lat, Lon) and the date used.
 func (c *Client) Value(ctx context.Context, v ValueRequest) (Value, error) {
 	var out Value
-	q := query("field_name", v.FieldName, "index", v.Index, "date", v.Date,
+	q := query("field_name", v.FieldName, "index", v.Index, "date", v.Date, "sensor", v.Sensor,
 		"lat", strconv.FormatFloat(v.Lat, 'g', -1, 64), "lon", strconv.FormatFloat(v.Lon, 'g', -1, 64))
 	return out, c.call(ctx, request{path: "/fields/value", query: q}, &out)
 }
@@ -475,7 +488,7 @@ func (c *Client) Raster(ctx context.Context, d DownloadRequest) (File, error) {
 	if index == "" {
 		index = "ndvi"
 	}
-	return c.file(ctx, request{path: "/rasters/get", query: query("field_name", d.FieldName, "index", index, "date", d.Date)})
+	return c.file(ctx, request{path: "/rasters/get", query: query("field_name", d.FieldName, "index", index, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // Index describes an index the caller may use.
@@ -484,6 +497,9 @@ type Index struct {
 	Formula string   `json:"formula"`
 	Source  string   `json:"source"`
 	Bands   []string `json:"bands"`
+	// Sensors are the sensor families the index applies to
+	// ("sentinel-2", "landsat", "sentinel-1").
+	Sensors []string `json:"sensors"`
 }
 
 // Indices lists the indices the caller may use.
@@ -552,6 +568,10 @@ type HistoryRequest struct {
 	FieldName          string
 	Indices            []string // nil: every index of the field
 	StartDate, EndDate string   // YYYY-MM-DD, inclusive; "" = open
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // History returns, per index, one row per usable date (GET /fields/history).
@@ -560,14 +580,14 @@ func (c *Client) History(ctx context.Context, h HistoryRequest) (map[string][]Hi
 		Indices map[string][]HistoryRow `json:"indices"`
 	}
 	err := c.call(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
-		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate)}, &out)
+		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "sensor", h.Sensor)}, &out)
 	return out.Indices, err
 }
 
 // HistoryCSV returns the same history as CSV.
 func (c *Client) HistoryCSV(ctx context.Context, h HistoryRequest) (File, error) {
 	return c.file(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
-		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "format", "csv")})
+		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "sensor", h.Sensor, "format", "csv")})
 }
 
 // BoundaryRequest asks the fields in an area of interest.

@@ -71,10 +71,8 @@ func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []s
 // reserves the read's memory (for indices products to follow) from the
 // scene's budget; the caller calls release once done with the arrays.
 func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string, indices int) (fr *FieldRaster, release func(), err error) {
-	for _, name := range bands {
-		if _, ok := s.bands[name]; !ok {
-			return nil, nil, fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
-		}
+	if err := s.CheckBands(bands...); err != nil {
+		return nil, nil, err
 	}
 	b := field.Bound()
 	if len(field) == 0 || math.IsNaN(b.Min[0]) || math.IsInf(b.Min[0], 0) || math.IsInf(b.Max[0], 0) ||
@@ -360,12 +358,17 @@ func (b *band) finish(v []float64) {
 	}
 }
 
-// toLinear turns dB values into linear power, 10^(v/10), in place (NaN stays NaN).
+// toLinear turns dB values into linear power, 10^(v/10), in place (NaN
+// stays NaN), as e^(v·ln10/10): math.Exp is several times faster than
+// math.Pow and agrees to an ulp or two.
 func toLinear(v []float64) {
 	for i, x := range v {
-		v[i] = math.Pow(10, x/10)
+		v[i] = math.Exp(x * dBToLn)
 	}
 }
+
+// dBToLn is ln(10)/10: 10^(x/10) = e^(x·dBToLn).
+const dBToLn = math.Ln10 / 10
 
 // dnConverter turns digital numbers into reflectance: (DN + add) / divisor
 // when the scale is the inverse of an integer, else (DN + add) · scale; NaN

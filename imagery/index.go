@@ -31,6 +31,10 @@ type Index struct {
 	// averaging); median, percentiles, min and max are order statistics of
 	// the dB values and std their population standard deviation.
 	Decibel bool
+	// Linear, optional for a Decibel index, writes the per-pixel linear
+	// quantity whose mean the index's mean is (VV, VH, VH/VV) from the same
+	// inputs as Compute; without it the dB values are converted back.
+	Linear func(b [][]float64, out []float64)
 	// Range is the index's usual span [low, high], used to stretch a colour
 	// ramp when the index has no colormap of its own.
 	Range [2]float64
@@ -307,11 +311,13 @@ func Builtins() []Index {
 			Name: "vv", Sensors: radar(), Decibel: true, Range: [2]float64{-25, 0}, Formula: "10·log10(VV)", Bands: []string{"VV"},
 			Source:  "Sentinel-1 co-polarised backscatter (σ0 or γ0) in dB",
 			Compute: func(b [][]float64, out []float64) { decibels(b[0], out) },
+			Linear:  func(b [][]float64, out []float64) { copy(out, b[0]) },
 		},
 		{
 			Name: "vh", Sensors: radar(), Decibel: true, Range: [2]float64{-30, -5}, Formula: "10·log10(VH)", Bands: []string{"VH"},
 			Source:  "Sentinel-1 cross-polarised backscatter (σ0 or γ0) in dB",
 			Compute: func(b [][]float64, out []float64) { decibels(b[0], out) },
+			Linear:  func(b [][]float64, out []float64) { copy(out, b[0]) },
 		},
 		{
 			Name: "vh_vv", Sensors: radar(), Decibel: true, Range: [2]float64{-15, 0}, Formula: "10·log10(VH/VV)", Bands: []string{"VH", "VV"},
@@ -320,6 +326,12 @@ func Builtins() []Index {
 				vh, vv := b[0][:len(out)], b[1][:len(out)]
 				for i := range out {
 					out[i] = 10 * math.Log10(vh[i]/vv[i])
+				}
+			},
+			Linear: func(b [][]float64, out []float64) {
+				vh, vv := b[0][:len(out)], b[1][:len(out)]
+				for i := range out {
+					out[i] = vh[i] / vv[i]
 				}
 			},
 		},

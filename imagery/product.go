@@ -119,9 +119,24 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 	}
 	values := make([]float64, n)
 	ix.Compute(in, values)
+	// A dB index's mean is that of the linear quantity, over the same pixels.
+	var linear []float64
+	if ix.Decibel {
+		linear = make([]float64, n)
+		if ix.Linear != nil {
+			ix.Linear(in, linear)
+		} else {
+			copy(linear, values)
+			toLinear(linear)
+		}
+	}
 	// The field's pixels beyond the scene have no data: not clear.
 	masked := fr.OutsidePixels
 	clear := make([]float64, 0, fr.FieldPixels-fr.OutsidePixels)
+	var linearSum []float64
+	if linear != nil {
+		linearSum = make([]float64, 0, cap(clear))
+	}
 	for i, v := range values {
 		if !fr.InField[i] {
 			values[i] = math.NaN()
@@ -144,18 +159,13 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 			continue
 		}
 		clear = append(clear, v)
-	}
-	var linearMean float64
-	if ix.Decibel && len(clear) > 0 {
-		lin := make([]float64, len(clear))
-		for i, v := range clear {
-			lin[i] = math.Pow(10, v/10)
+		if linear != nil {
+			linearSum = append(linearSum, linear[i])
 		}
-		linearMean = 10 * math.Log10(pairwiseSum(lin)/float64(len(lin)))
 	}
 	st := statsOf(clear)
 	if ix.Decibel && st.Num > 0 {
-		st.Mean = linearMean
+		st.Mean = 10 * math.Log10(pairwiseSum(linearSum)/float64(len(linearSum)))
 	}
 	st.FieldPixels = fr.FieldPixels
 	if fr.FieldPixels > 0 {

@@ -8,12 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/watch"
 )
 
@@ -24,20 +27,37 @@ type watchOptions struct {
 	backfill            watch.Backfill
 	maxCloud            float64
 	jobTimeout          time.Duration
+	// signURL is --sign-url: the SAS token service signing the items' assets.
+	signURL string
 }
 
 func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	o := &watchOptions{backfill: watch.Backfill{Since: watch.DefaultBackfill}}
 	fs.StringVar(&o.catalog, "catalog", "", "STAC API root to monitor for new imagery of the registered fields, e.g. https://earth-search.aws.element84.com/v1 (empty: no monitoring)")
-	fs.StringVar(&o.collection, "collection", watch.DefaultCollection, "STAC collection monitored")
+	fs.StringVar(&o.collection, "collection", watch.DefaultCollection, "STAC collections monitored, comma-separated (e.g. sentinel-2-l2a,landsat-c2-l2,sentinel-1-rtc)")
 	fs.DurationVar(&o.poll, "poll", watch.DefaultPoll, "catalogue poll interval (0: no polling, only backfills of new fields)")
 	fs.Var(&o.backfill, "backfill", "history ingested for a newly registered field: days (90d), a duration (36h) or a date YYYY-MM-DD")
-	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an item is never read")
+	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an optical item is never read (radar collections: not applied)")
+	fs.StringVar(&o.signURL, "sign-url", "", signURLUsage)
 	fs.DurationVar(&o.jobTimeout, "job-timeout", watch.DefaultJobTimeout, "time limit of one job (an item's ingestion); a dead worker's job runs again 5s after it (plus up to 30s)")
 	return o
 }
 
+// collections is --collection split at commas, each once, in order.
+func (o *watchOptions) collections() []string {
+	var out []string
+	for _, c := range strings.Split(o.collection, ",") {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (o *watchOptions) check() error {
+	if o.catalog != "" && len(o.collections()) == 0 {
+		return errors.New("--collection: no collection given")
+	}
 	if o.poll < 0 {
 		return errors.New("--poll must not be negative")
 	}
@@ -47,14 +67,19 @@ func (o *watchOptions) check() error {
 	if o.maxCloud < 0 || o.maxCloud > 100 {
 		return fmt.Errorf("--max-cloud %v is not a percentage", o.maxCloud)
 	}
-	return nil
+	return configureSigning(&stac.Client{}, o.signURL)
 }
 
 func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch.Metrics, logger *slog.Logger) watch.Config {
-	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collection: o.collection, Poll: o.poll, Backfill: o.backfill,
+	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collections: o.collections(), Poll: o.poll, Backfill: o.backfill,
 		MaxCloud: o.maxCloud, JobTimeout: o.jobTimeout, AllowPrivate: allowPrivate, Metrics: m, Logger: logger.With("component", "watch")}
 	if o.poll == 0 {
 		cfg.Poll = -1 // off (0 is the default in watch.Config)
+	}
+	if o.signURL != "" {
+		c := stac.NewClient(allowPrivate, 0)
+		_ = configureSigning(c, o.signURL) // checked by check
+		cfg.Client = c
 	}
 	if o.maxCloud == 0 {
 		cfg.MaxCloud = math.SmallestNonzeroFloat64 // cloudless items only
@@ -217,7 +242,12 @@ func watchOnce(ctx context.Context, core *archive.Archive, cfg watch.Config, gra
 	hooksDone := make(chan error, 1)
 	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
 	err = w.RunOnce(ctx)
-	items, lerr := core.SceneItems(ctx, archive.ItemQuery{Collection: cfg.Collection})
+	var items []archive.SceneItem
+	var lerr error
+	for _, c := range cfg.Collections {
+		its, e := core.SceneItems(ctx, archive.ItemQuery{Collection: c})
+		items, lerr = append(items, its...), errors.Join(lerr, e)
+	}
 	if err = errors.Join(err, lerr); err == nil {
 		fmt.Fprintf(stdout, "%d items recorded from %s\n", len(items), cfg.Catalog)
 		select {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cropkit/cropkit/internal/testenv"
+	"github.com/cropkit/cropkit/stac/stactest"
+)
+
+// cropkit index --scene <item URL> reads real item documents (served on
+// loopback, pixels local) with the catalogue's rules: the same reports as
+// the chip's folder, Planetary Computer assets fetched only signed with
+// --sign-url, the archive's offset undone; refused items name the reason.
+func TestIndexRemoteRealItems(t *testing.T) {
+	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	ri := stactest.ServeRealItems(t, chip)
+
+	ref := t.TempDir()
+	_, err := runIndexArgs(t, "--scene", chip, "--fields", fields, "--index", "ndvi,ndmi", "--out", ref)
+	require.NoError(t, err)
+
+	for _, name := range []string{"pc-s2l2a-S2B", "earthsearch-v1-s2l2a-S2A_32TMT_20200305_1", "earthsearch-v0"} {
+		t.Run(name, func(t *testing.T) {
+			it := ri.Item(t, name)
+			out := t.TempDir()
+			_, err := runIndexArgs(t, "--scene", it.URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+			require.NoError(t, err)
+			for _, idx := range []string{"ndvi", "ndmi"} {
+				want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-20", idx+".json"))
+				got := readReport(t, filepath.Join(out, "UES-03", "2019-06-20", idx+".json"))
+				assert.Equal(t, want.Stats, got.Stats, idx)
+			}
+		})
+	}
+	assert.Zero(t, ri.Unsigned(), "Planetary Computer hrefs are requested only signed")
+	assert.Positive(t, ri.BlobRequests())
+
+	// Without --sign-url the Planetary Computer-like host (not on
+	// *.blob.core.windows.net) answers 403, named in the error.
+	_, err = runIndexArgs(t, "--scene", ri.Item(t, "pc-s2l2a-S2B").URL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "403")
+
+	for name, reason := range map[string]string{
+		"cdse-s2l2a-S2A_MSIL2A_20241107": "JPEG 2000 only (CDSE): not supported",
+		"pc-landsat":                     "Landsat 9 item: not supported",
+		"earthsearch-v1-s1grd":           "Sentinel-1 item: not supported",
+	} {
+		_, err := runIndexArgs(t, "--scene", ri.Item(t, name).URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), reason)
+	}
+}
+
+// A fields file with one invalid polygon: the other fields are written,
+// the bad one is named, and the command fails at the end.
+func TestIndexKeepsGoingPastABadField(t *testing.T) {
+	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	data, err := os.ReadFile(testenv.DataDir(t, "fields", "flanders-31UES.geojson"))
+	require.NoError(t, err)
+	var fc map[string]any
+	require.NoError(t, json.Unmarshal(data, &fc))
+	feats := fc["features"].([]any)
+	n := len(feats)
+	bowtie := map[string]any{"type": "Feature", "properties": map[string]any{"name": "BOWTIE"},
+		"geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.75}, {4.07, 50.74}, {4.06, 50.75}, {4.06, 50.74}}}}}
+	twoPoints := map[string]any{"type": "Feature", "properties": map[string]any{"name": "BROKEN"},
+		"geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.75}}}}}
+	fc["features"] = append([]any{bowtie}, append(feats, twoPoints)...)
+	path := filepath.Join(t.TempDir(), "fields.geojson")
+	data, err = json.Marshal(fc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	out := t.TempDir()
+	stderr, err := runIndexArgs(t, "--scene", chip, "--fields", path, "--index", "ndvi", "--out", out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `field "BOWTIE"`)
+	assert.Contains(t, err.Error(), `field "BROKEN"`)
+	assert.Contains(t, stderr, `field "BOWTIE" (feature 0)`)
+	written, err := filepath.Glob(filepath.Join(out, "*", "2019-06-20", "ndvi.json"))
+	require.NoError(t, err)
+	assert.Len(t, written, n, "every good field written")
+	assert.NoDirExists(t, filepath.Join(out, "BOWTIE"))
+
+	// zones for one good field of the same file works.
+	zout := filepath.Join(t.TempDir(), "zones.geojson")
+	var zerr strings.Builder
+	err = runZones(t.Context(), []string{"--scene", chip, "--fields", path, "--field", "UES-03", "--zones", "3", "--out", zout}, strings.NewReader(""), &zerr, &zerr)
+	require.NoError(t, err, zerr.String())
+	assert.FileExists(t, zout)
+	// …and names the bad one when it is the one asked for.
+	err = runZones(t.Context(), []string{"--scene", chip, "--fields", path, "--field", "BROKEN", "--zones", "3", "--out", zout}, strings.NewReader(""), &zerr, &zerr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `field "BROKEN"`)
+}

@@ -43,6 +43,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	var scenes stringList
 	var fieldsPath, indexList, from, to, out string
 	var workers int
+	var signURL string
 	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable; every sensor whose bands the index uses)")
 	fs.StringVar(&fieldsPath, "fields", "", "GeoJSON FeatureCollection of field polygons (EPSG:4326; name from properties.field_name or name)")
 	fs.StringVar(&indexList, "index", "", "comma-separated indices: "+strings.Join(imagery.NewCatalogue().Names(), ","))
@@ -50,6 +51,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs.StringVar(&to, "to", "", "last day of the series, YYYY-MM-DD")
 	fs.StringVar(&out, "out", "", "output folder: OUT/<field>/<index>.json")
 	fs.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "scenes read concurrently")
+	fs.StringVar(&signURL, "sign-url", "", signURLUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -99,9 +101,12 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	if len(indices) == 0 {
 		return errors.New("--index: no index given")
 	}
-	fields, err := readFieldFile(fieldsPath)
+	fields, problems, err := readFieldFile(fieldsPath)
 	if err != nil {
 		return err
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "cropkit timeseries: %s: skipped\n", p)
 	}
 	opened := make([]*imagery.Scene, 0, len(scenes))
 	defer func() {
@@ -110,7 +115,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		}
 	}()
 	for _, src := range scenes {
-		s, err := imagery.OpenScene(ctx, src, imagery.SceneOptions{})
+		s, err := openSceneArg(ctx, src, imagery.SceneOptions{}, signURL)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,9 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/internal/testenv"
+	"github.com/cropkit/cropkit/server"
+	"github.com/cropkit/cropkit/server/servertest"
 )
 
 func TestClientTimeSeriesPhenologyEvents(t *testing.T) {
@@ -48,4 +52,27 @@ func TestClientTimeSeriesPhenologyEvents(t *testing.T) {
 	var apiErr *client.APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, 404, apiErr.StatusCode)
+}
+
+func TestClientSetWebhookEvents(t *testing.T) {
+	env := servertest.NewWith(t, archive.Config{Webhooks: archive.WebhookOptions{AllowPrivate: true}}, server.Config{})
+	ts := httptest.NewServer(env.Handler)
+	t.Cleanup(ts.Close)
+	ann, err := client.New(ts.URL, client.WithToken(env.AddUser(t, "ann", nil)))
+	require.NoError(t, err)
+	ctx := context.Background()
+	reg, err := ann.SetWebhookEvents(ctx, "http://127.0.0.1:9/hook", true)
+	require.NoError(t, err)
+	assert.True(t, reg.Created)
+	require.NotNil(t, reg.Events)
+	assert.True(t, *reg.Events)
+	hooks, err := ann.ListWebhooks(ctx)
+	require.NoError(t, err)
+	require.Len(t, hooks, 1)
+	assert.Equal(t, []string{api.EventTopic}, hooks[0].Topics)
+	_, err = ann.SetWebhookEvents(ctx, "http://127.0.0.1:9/hook", false)
+	require.NoError(t, err)
+	hooks, err = ann.ListWebhooks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, hooks[0].Topics)
 }

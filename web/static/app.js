@@ -580,6 +580,7 @@ function renderTimeline(dates, current) {
 
 function renderChart(index, dates) {
   const el = $("#chart");
+  $("#chart-title").textContent = "Mean through time";
   if (state.chart) {
     state.chart.destroy();
     state.chart = null;
@@ -647,6 +648,7 @@ async function loadSeries(index, dates) {
 function renderSeriesChart(index, series, seasons, events) {
   const el = $("#chart");
   if (series.length === 0) return;
+  $("#chart-title").textContent = "Daily estimate, 80 % interval, observations and events";
   if (state.chart) {
     state.chart.destroy();
     state.chart = null;

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
 
@@ -61,6 +60,10 @@ func loadChip(t *testing.T, place, sensorDir, index string) chip {
 	require.NoError(t, err)
 	return c
 }
+
+// usableClear is the archive's usability rule (archive.DefaultMinClear):
+// the observations the CLI and the server give the series.
+const usableClear = 0.6
 
 // growing is the calendar growing season test: March to October.
 func growing(d time.Time) bool { return d.Month() >= time.March && d.Month() <= time.October }
@@ -139,7 +142,7 @@ func crossValidate(t *testing.T, c chip, extra func(field int, given []timeserie
 				}
 				givens[fi] = append(givens[fi], o)
 			}
-			givens[fi] = timeseries.Usable(givens[fi], minClearEnv())
+			givens[fi] = timeseries.Usable(givens[fi], usableClear)
 		}
 		for fi := range c.obs {
 			given, truth := givens[fi], truths[fi]
@@ -214,12 +217,4 @@ func TestCrossValidationRealData(t *testing.T) {
 	cov := float64(all.covered) / float64(all.n)
 	require.GreaterOrEqual(t, cov, 0.7)
 	require.LessOrEqual(t, cov, 0.9)
-}
-
-func minClearEnv() float64 {
-	if v := os.Getenv("TSMINCLEAR"); v != "" {
-		f, _ := strconv.ParseFloat(v, 64)
-		return f
-	}
-	return 0.6
 }

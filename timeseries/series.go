@@ -61,6 +61,8 @@ type Params struct {
 	// SlopeNoise and LevelNoise are the daily process variances of the slope
 	// and of the level.
 	SlopeNoise, LevelNoise float64
+	// CloudNoise is γ: a date with clear fraction c has noise R·(1 + γ·(1 − c)/c).
+	CloudNoise float64
 	// Observations counts the observations fitted, Outliers those given a
 	// robustness weight below one half.
 	Observations, Outliers int
@@ -75,7 +77,9 @@ type Model struct {
 	weights []float64     // robustness weights
 	qs, ql  float64       // process noise ratios to R
 	sigma2  float64       // R
-	params  Params
+	// cloudNoise is the fitted γ of the partial-cloud noise (see cloudNoise).
+	cloudNoise float64
+	params     Params
 }
 
 // epochDay is t's UTC calendar date as days since 1970-01-01.
@@ -151,10 +155,10 @@ func (m *Model) fit() {
 		m.params = Params{Noise: m.sigma2, SlopeNoise: m.qs * m.sigma2, Observations: len(m.rows)}
 		return
 	}
-	lqs, lql, coarse := 0.0, 0.0, true
+	lqs, lql := m.search(&r, grid, 0, 0, true)
+	lqs, lql = m.fitCloudNoise(&r, grid, lqs, lql)
 	for it := 0; it < robustIterations; it++ {
-		lqs, lql = m.search(&r, grid, lqs, lql, coarse)
-		coarse = false
+		lqs, lql = m.search(&r, grid, lqs, lql, false)
 		// Standardised smoothed residuals against the unweighted noise.
 		r.qs, r.ql = ratio(lqs), ratio(lql)
 		r.forward(grid, m.rows)
@@ -196,7 +200,46 @@ func (m *Model) fit() {
 		}
 	}
 	m.params = Params{Noise: m.sigma2, SlopeNoise: m.qs * m.sigma2, LevelNoise: m.ql * m.sigma2,
-		Observations: len(m.rows), Outliers: out}
+		CloudNoise: m.cloudNoise, Observations: len(m.rows), Outliers: out}
+}
+
+// cloudNoise are the candidate γ of the partial-cloud noise model: an
+// observation with clear fraction c has variance R·(1 + γ·(1 − c)/c). γ = 0
+// trusts a partly cloudy date's clear pixels as much as a clear date's; a
+// large γ all but drops it (undetected haze, cloud edges and shadows bias
+// what the mask leaves).
+var cloudNoise = [...]float64{0, 1, 3, 10, 30, 100}
+
+// fitCloudNoise chooses γ by maximum likelihood at the ratios lqs, lql,
+// sets the observations' base noise and refines the ratios for it.
+// Without a partly cloudy observation it keeps γ = 0.
+func (m *Model) fitCloudNoise(r *run, grid []int, lqs, lql float64) (float64, float64) {
+	partial := false
+	for _, o := range m.obs {
+		partial = partial || o.Clear < 1
+	}
+	if !partial {
+		return lqs, lql
+	}
+	best, bg := math.Inf(-1), 0.0
+	r.qs, r.ql = ratio(lqs), ratio(lql)
+	for _, g := range cloudNoise {
+		m.setCloudNoise(g)
+		r.likelihood(grid, m.rows)
+		if ll, _ := r.logLik(); ll > best {
+			best, bg = ll, g
+		}
+	}
+	m.setCloudNoise(bg)
+	m.cloudNoise = bg
+	return m.search(r, grid, lqs, lql, false)
+}
+
+func (m *Model) setCloudNoise(g float64) {
+	for i, o := range m.obs {
+		m.base[i] = 1 + g*(1-o.Clear)/o.Clear
+		m.rows[i].r = m.base[i] / m.weights[i]
+	}
 }
 
 // ratio is 10^l, with the grid's lowest level ratio meaning none.

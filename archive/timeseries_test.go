@@ -15,6 +15,7 @@ import (
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/internal/testenv"
+	"github.com/cropkit/cropkit/metadata"
 	"github.com/cropkit/cropkit/timeseries"
 )
 
@@ -95,6 +96,19 @@ func TestTimeSeriesFromStoredProducts(t *testing.T) {
 	assert.Equal(t, "2019-03-01", season.WindowStart)
 	require.NotNil(t, season.End)
 	assert.Equal(t, "2019-07", (*season.End)[:7], "winter wheat ends at harvest")
+
+	// With a metadata season, that season is measured instead of the calendar's.
+	_, _, _, err = a.RegisterSeason(ctx, admin, metadata.Record{FieldName: "UES-03", StartDate: "2018-10-15", HarvestDate: "2019-07-25", CropType: "winter wheat"})
+	require.NoError(t, err)
+	ph, err = a.Phenology(ctx, admin, "UES-03", "ndvi")
+	require.NoError(t, err)
+	require.Len(t, ph.Seasons, 1, "%+v", ph.Seasons)
+	assert.Equal(t, "metadata", ph.Seasons[0].Source)
+	assert.Equal(t, "winter wheat", ph.Seasons[0].CropType)
+	assert.Equal(t, "2018-10-15", ph.Seasons[0].WindowStart)
+	assert.Equal(t, "2019-08-24", ph.Seasons[0].WindowEnd)
+	require.NotNil(t, ph.Seasons[0].End)
+	assert.Equal(t, "2019-07", (*ph.Seasons[0].End)[:7])
 
 	ev, err := a.Events(ctx, admin, "UES-03", nil, "", "")
 	require.NoError(t, err)

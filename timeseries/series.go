@@ -130,7 +130,7 @@ func (m *Model) Observations() []Observation { return slices.Clone(m.obs) }
 // from an almost straight line over a year to a curve free to bend daily.
 const (
 	logQsMin, logQsMax = -9.0, 0.0
-	logQlMin, logQlMax = -7.0, 0.0 // a level step per day at most R: beyond, noise and level are not identifiable from sparse dates
+	logQlMin, logQlMax = -7.0, 0.5 // a daily level step of at most √10·R: beyond, noise and level are not identifiable from sparse dates
 	robustC            = 2.5       // Huber constant, in standard deviations
 	robustIterations   = 4
 	minFitObservations = 4

@@ -205,3 +205,19 @@ func (r *run) looNoise(grid []int, obs []obsRow, weights []float64) float64 {
 	}
 	return s2 / sw
 }
+
+// looStandardized are the observations' leave-one-out residuals over their
+// predictive standard deviation in units of R, √(P_loo + r), unsigned.
+func (r *run) looStandardized(grid []int, obs []obsRow) []float64 {
+	out := make([]float64, 0, len(obs))
+	k := 0
+	for i, day := range grid {
+		s := r.filt[i]
+		for ; k < len(obs) && obs[k].day == day; k++ {
+			h := min(s.p00/obs[k].r, 0.999)
+			e := (obs[k].y - s.x0) / (1 - h)
+			out = append(out, math.Abs(e)/math.Sqrt(s.p00/(1-h)+obs[k].r))
+		}
+	}
+	return out
+}

@@ -77,6 +77,7 @@ type Model struct {
 	weights []float64     // robustness weights
 	qs, ql  float64       // process noise ratios to R
 	sigma2  float64       // R
+	looU    []float64     // sorted |leave-one-out residual| / √(P_loo + r)
 	// cloudNoise is the fitted γ of the partial-cloud noise (see cloudNoise).
 	cloudNoise float64
 	params     Params
@@ -193,6 +194,8 @@ func (m *Model) fit() {
 	r.forward(grid, m.rows)
 	r.smooth(grid)
 	m.sigma2 = r.looNoise(grid, m.rows, m.weights)
+	m.looU = r.looStandardized(grid, m.rows)
+	slices.Sort(m.looU)
 	out := 0
 	for _, w := range m.weights {
 		if w < 0.5 {
@@ -315,6 +318,12 @@ func (m *Model) Daily(from, to time.Time, opts Options) ([]Day, error) {
 		return nil, fmt.Errorf("timeseries: end %s before start %s", to.Format(time.DateOnly), from.Format(time.DateOnly))
 	}
 	z := distuv.UnitNormal.Quantile(0.5 + level/2)
+	scale := math.Sqrt(m.sigma2)
+	if n := len(m.looU); n >= 10 {
+		// The empirical quantile of the leave-one-out residuals: the
+		// interval covers what the model missed on dates it did not see.
+		scale = m.looU[min(n-1, int(math.Ceil(level*float64(n)))-1)] / z
+	}
 	first, last := m.rows[0].day, m.rows[len(m.rows)-1].day
 	// The smoothing grid: every observation day, and every requested day
 	// between the first and last observation.
@@ -372,7 +381,7 @@ func (m *Model) Daily(from, to time.Time, opts Options) ([]Day, error) {
 				day.Observed, day.Sensor = m.obs[j].Value, m.obs[j].Sensor
 			}
 		}
-		sd := math.Sqrt(m.sigma2 * (max(s.p00, 0) + 1))
+		sd := scale * math.Sqrt(max(s.p00, 0)+1)
 		day.Std = sd
 		day.Estimate = clamp(s.x0, lo, hi)
 		day.Lower = clamp(s.x0-z*sd, lo, hi)

@@ -261,6 +261,10 @@ func fitProducts(ps []Product) (*timeseries.Model, error) {
 	return timeseries.Fit(obs)
 }
 
+// EventRenotifyDays is how far back an ingestion looks for confirmed
+// events not yet notified (notifyEvents).
+const EventRenotifyDays = 60
+
 // SetWebhookEvents opts u's webhook registration id in to field-event
 // notifications (on) or out of them. ErrNotFound for another user's.
 func (a *Archive) SetWebhookEvents(ctx context.Context, u User, id int64, on bool) error {
@@ -271,18 +275,22 @@ func (a *Archive) SetWebhookEvents(ctx context.Context, u User, id int64, on boo
 	return err
 }
 
-// notifyEvents enqueues the field events that the usable products of date,
-// just recorded, trigger or confirm, to the owner's webhooks that opted in
-// to them (api.EventNotification). Each event goes out once per
+// notifyEvents enqueues the field events known once the usable products
+// of date are recorded — those it triggers, and those confirmed from
+// EventRenotifyDays before it up to it — to the owner's webhooks that
+// opted in to them (api.EventNotification). Each event goes out once per
 // registration: its webhook-id derives from the field, index, event date
 // and kind, so a re-ingestion, or a later date recomputing the same event,
-// adds nothing. An ingestion that fails between its products' commit and
-// this step leaves that date's events unsent until the date is ingested
-// again.
+// adds nothing; and an event whose enqueue a crash interrupted (after the
+// products' commit) goes out with the field's next date within the window.
 func (a *Archive) notifyEvents(ctx context.Context, f Field, date string, products []imagery.Product) (int, error) {
 	on, err := a.hooks.outbox.Subscribed(ctx, f.Owner, api.EventTopic)
 	if err != nil || !on {
 		return 0, err
+	}
+	day, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return 0, fmt.Errorf("field events of %s: %w", date, err)
 	}
 	n := 0
 	for _, p := range products {
@@ -301,9 +309,10 @@ func (a *Archive) notifyEvents(ctx context.Context, f Field, date string, produc
 		if err != nil {
 			return n, err
 		}
+		since := day.AddDate(0, 0, -EventRenotifyDays).Format(time.DateOnly)
 		for _, e := range evs {
 			fe := fieldEvent(f.Name, e)
-			if fe.Date != date && fe.ConfirmedBy != date {
+			if fe.Date != date && (fe.ConfirmedBy < since || fe.ConfirmedBy > date) {
 				continue
 			}
 			body, err := json.Marshal(api.EventNotification{Type: api.EventTopic, Group: f.Group, Field: f.Name, Event: fe})

@@ -115,4 +115,21 @@ func TestFieldEventWebhooksRealScenes(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Body, &list))
 	require.Len(t, list.Webhooks, 2)
 	assert.Empty(t, list.Webhooks[1].Topics)
+
+	// A registration opting in later gets, with the field's next ingestion
+	// (here 2019-08-24 again), the events confirmed within the 60 days
+	// before that date (the same way an event whose enqueue a crash
+	// interrupted goes out), each once.
+	r = do(t, h, "POST", "/notifications/register_webhook?events=true&url="+url.QueryEscape(plain.URL())+"&token="+tok, "", nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	ingest(t, env, filepath.Join(sceneRoot, "2019-08-24"))
+	settled(t, h, tok, 10*time.Second)
+	_, evs = eventsOf(plain, regPlain.Secret)
+	require.NotEmpty(t, evs)
+	late := map[string]int{}
+	for _, ev := range evs {
+		assert.GreaterOrEqual(t, ev.Event.ConfirmedBy, "2019-06-25", "confirmed within 60 days of 2019-08-24: %+v", ev.Event)
+		late[ev.Event.Date+ev.Event.Kind]++
+	}
+	assert.Equal(t, 1, late["2019-07-20drop"], "the harvest, once: %+v", evs)
 }

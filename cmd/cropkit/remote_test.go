@@ -51,8 +51,8 @@ func TestIndexRemoteRealItems(t *testing.T) {
 
 	for name, reason := range map[string]string{
 		"cdse-s2l2a-S2A_MSIL2A_20241107": "JPEG 2000 only (CDSE): not supported",
-		"pc-landsat":                     "Landsat 9 item: not supported",
-		"earthsearch-v1-s1grd":           "Sentinel-1 item: not supported",
+		"earthsearch-v1-landsat":         "s3://usgs-landsat is a requester-pays bucket",
+		"earthsearch-v1-s1grd":           "Sentinel-1 GRD item: in radar geometry",
 	} {
 		_, err := runIndexArgs(t, "--scene", ri.Item(t, name).URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
 		require.Error(t, err, name)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/stac/stactest"
 )
@@ -101,4 +104,42 @@ func TestIndexKeepsGoingPastABadField(t *testing.T) {
 	err = runZones(t.Context(), []string{"--scene", chip, "--fields", path, "--field", "BROKEN", "--zones", "3", "--out", zout}, strings.NewReader(""), &zerr, &zerr)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `field "BROKEN"`)
+}
+
+// cropkit index over the real Planetary Computer sentinel-1-rtc item
+// document (its vv/vh assets served from the shared dB folder, whose
+// VALUE_UNIT the reader honours when the item gives no scaling) equals the
+// folder's products.
+func TestIndexSentinel1Item(t *testing.T) {
+	folder := testenv.DataDir(t, "s1", "flanders-31UES", "2019-06-04")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	raw, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "stac-items"),
+		"pc-s1rtc-S1A_IW_GRDH_1SDV_20240419T045904_20240419T045916_053498_067DF2_rtc.json"))
+	require.NoError(t, err)
+	var item map[string]any
+	require.NoError(t, json.Unmarshal(raw, &item))
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for key, file := range map[string]string{"vv": "VV.tif", "vh": "VH.tif"} {
+		item["assets"].(map[string]any)[key].(map[string]any)["href"] = srv.URL + "/" + file
+		mux.HandleFunc("/"+file, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(folder, file)) })
+	}
+	doc, err := json.Marshal(item)
+	require.NoError(t, err)
+	mux.HandleFunc("/item", func(w http.ResponseWriter, r *http.Request) { w.Write(doc) })
+
+	ref, out := t.TempDir(), t.TempDir()
+	_, err = runIndexArgs(t, "--scene", folder, "--fields", fields, "--index", "vv,vh", "--out", ref)
+	require.NoError(t, err)
+	_, err = runIndexArgs(t, "--scene", srv.URL+"/item", "--fields", fields, "--index", "vv,vh", "--out", out)
+	require.NoError(t, err)
+	for _, ix := range []string{"vv", "vh"} {
+		want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-04", ix+".json"))
+		got := readReport(t, filepath.Join(out, "UES-03", "2024-04-19", ix+".json")) // the item's date
+		assert.Equal(t, want.Stats, got.Stats, ix)
+		assert.Equal(t, imagery.Sentinel1A, got.Sensor)
+	}
+	_, err = runIndexArgs(t, "--scene", srv.URL+"/item", "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "index ndvi applies to [sentinel-2 landsat]")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,9 +51,14 @@ func TestRemoteItemNeverReadsLocalFiles(t *testing.T) {
 		"secret-file":           item(dirURL+"/item.json", map[string]string{"red": dirURL + "/shadow", "nir": dirURL + "/B08.tif"}),
 		"secret-path":           item(dirURL+"/item.json", map[string]string{"red": secret, "nir": filepath.Join(local, "missing.tif")}),
 	}
-	var requests []string
+	var (
+		mu       sync.Mutex
+		requests []string
+	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		requests = append(requests, r.URL.Path)
+		mu.Unlock()
 		if doc, ok := docs[strings.TrimPrefix(r.URL.Path, "/items/")]; ok {
 			w.Write([]byte(doc))
 			return
@@ -86,5 +92,7 @@ func TestRemoteItemNeverReadsLocalFiles(t *testing.T) {
 		})
 	}
 	// A path href is a path on the catalogue's server: asked there, a 404.
+	mu.Lock()
+	defer mu.Unlock()
 	assert.Contains(t, requests, filepath.ToSlash(secret))
 }

@@ -102,7 +102,9 @@ func (s *SASSigner) fetch(ctx context.Context, collection string, now time.Time)
 	if collection == "" {
 		return sasToken{}, fmt.Errorf("stac: sign assets: the item names no collection")
 	}
-	u := strings.TrimRight(s.URL, "/") + "/token/" + url.PathEscape(collection)
+	// The service's root; a URL given with its /token path works too.
+	root := strings.TrimSuffix(strings.TrimRight(s.URL, "/"), "/token")
+	u := root + "/token/" + url.PathEscape(collection)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return sasToken{}, fmt.Errorf("stac: token service %s: %w", s.URL, err)
@@ -134,13 +136,41 @@ func (s *SASSigner) fetch(ctx context.Context, collection string, now time.Time)
 	if err := json.Unmarshal(data, &body); err != nil || body.Token == "" {
 		return sasToken{}, fmt.Errorf("stac: token for collection %s: %s answered no token", collection, s.URL)
 	}
-	exp, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(body.Expiry))
-	if err != nil {
-		// No usable expiry: use the token for this request only.
-		exp = now
+	exp, ok := parseExpiry(body.Expiry)
+	if !ok || !exp.After(now) {
+		// No usable expiry: kept for a margin's time; a 403 replaces it sooner.
+		return sasToken{token: strings.TrimPrefix(body.Token, "?"), expiry: now.Add(s.margin())}, nil
 	}
 	margin := min(s.margin(), exp.Sub(now)/2)
 	return sasToken{token: strings.TrimPrefix(body.Token, "?"), expiry: exp.Add(-margin)}, nil
+}
+
+// UseTokenService makes c sign every asset request of OpenScene, whatever
+// its host, with tokens of the SAS token service at serviceURL (the same
+// protocol as PlanetaryComputerSASURL: a mirror, a proxy, a test double).
+// hc fetches the tokens; nil means c's HTTPClient.
+func (c *Client) UseTokenService(serviceURL string, hc *http.Client) error {
+	u, err := url.Parse(serviceURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("stac: token service %q: want an http(s) URL", serviceURL)
+	}
+	if hc == nil {
+		hc = c.httpClient()
+	}
+	c.Signer = &SASSigner{URL: serviceURL, HTTPClient: hc}
+	c.SignHost = func(string) bool { return true }
+	return nil
+}
+
+// parseExpiry reads msft:expiry: RFC 3339, or without a zone (UTC).
+func parseExpiry(v string) (time.Time, bool) {
+	v = strings.TrimSpace(v)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // IsPlanetaryComputerHost reports whether host is Planetary Computer's blob

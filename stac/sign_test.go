@@ -130,7 +130,11 @@ func TestSASSignerCache(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintf(w, `{"token":"se=x&sig=T%d","msft:expiry":%q}`, calls, expiry.Format(time.RFC3339))
+		layout := time.RFC3339
+		if calls > 5 {
+			layout = "2006-01-02T15:04:05" // no zone
+		}
+		fmt.Fprintf(w, `{"token":"se=x&sig=T%d","msft:expiry":%q}`, calls, expiry.Format(layout))
 	}))
 	defer srv.Close()
 	now := expiry.Add(-time.Hour)
@@ -154,4 +158,15 @@ func TestSASSignerCache(t *testing.T) {
 	_, err = s.Token(ctx, "unknown", false)
 	require.ErrorIs(t, err, stac.ErrNoToken, "the 404 is remembered")
 	assert.Equal(t, 5, calls)
+
+	// The service named with its /token path; an expiry without zone is UTC.
+	expiry = time.Date(2024, 4, 19, 12, 0, 0, 0, time.UTC)
+	s2 := &stac.SASSigner{URL: srv.URL + "/api/sas/v1/token/", Now: func() time.Time { return now }}
+	now = expiry.Add(-time.Hour)
+	tok, err = s2.Token(ctx, "sentinel-2-l2a", false)
+	require.NoError(t, err)
+	assert.Equal(t, "se=x&sig=T6", tok)
+	now = expiry.Add(-10 * time.Minute)
+	tok, _ = s2.Token(ctx, "sentinel-2-l2a", false)
+	assert.Equal(t, "se=x&sig=T6", tok)
 }

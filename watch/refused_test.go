@@ -32,3 +32,22 @@ func TestRefusedItemFailsAtOnce(t *testing.T) {
 	assert.Contains(t, got[landsat.ID].Error, "Sentinel-3 item: not supported")
 	assert.Zero(t, cat.ItemStats(landsat.ID).Requests, "no band request")
 }
+
+// With a token service (--sign-url), the watcher reads assets that refuse
+// unsigned requests, with one token per collection, and records the
+// unsigned item URL as the source.
+func TestWatcherSignsAssets(t *testing.T) {
+	cat := stactest.New(t, stactest.Options{AssetToken: "SECRET-SIG"})
+	cat.Publish(stactest.Chips(t, place, "2019-06-20")...)
+	e := openEnv(t, t.TempDir())
+	e.registerFields(t, "UES-01", "UES-02")
+	startWatcher(t, e, cat, func(c *watch.Config) { c.SignURL = cat.URL() + "/sas" })
+	got := waitItems(t, e.core, 2, id("2019-06-20"))
+	it := got[id("2019-06-20")]
+	assert.Equal(t, archive.ItemIngested, it.State, it.Error)
+	assert.NotContains(t, it.Source, "SECRET")
+	st := cat.Stats()
+	assert.Zero(t, st.Unsigned)
+	assert.Positive(t, st.AssetRequests)
+	assert.Equal(t, 1, st.Tokens)
+}

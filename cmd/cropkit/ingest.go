@@ -55,7 +55,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger})
+	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger, SignURL: *signURL})
 	if errors.Is(err, archive.ErrNotFound) {
 		return fmt.Errorf("--data %s: no cropkit data directory there (start `cropkit serve --data %s` once to create it)", *dataDir, *dataDir)
 	}
@@ -78,7 +78,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			}
 			bar.Set(done)
 		}
-		res, err := ingestSource(ctx, core, src, opts, *signURL)
+		res, err := core.Ingest(ctx, src, opts)
 		bar.Finish()
 		fmt.Fprintf(stdout, "%s %s: %d fields, %d usable, %d unusable, %d outside, %d skipped, %d failed (%s)\n",
 			res.Date, src, res.Fields, res.Usable, res.Unusable, res.Outside, res.Skipped, res.Failed, time.Since(sceneStart).Round(time.Millisecond))
@@ -94,20 +94,4 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fmt.Fprintf(stdout, "ingested %d scene(s): %d field images, %d usable products, %d unusable, %d skipped, %d failed in %s\n",
 		len(scenes)-len(errs), total.Fields, total.Usable, total.Unusable, total.Skipped, total.Failed, time.Since(start).Round(time.Millisecond))
 	return errors.Join(errs...)
-}
-
-// ingestSource ingests a scene folder or item file (archive.Ingest), or a
-// remote STAC item read with the catalogue's rules (openSceneArg: asset
-// choice, signing, no local files) and recorded under its URL.
-func ingestSource(ctx context.Context, core *archive.Archive, src string, opts archive.IngestOptions, signURL string) (archive.IngestResult, error) {
-	if !isHTTPURL(src) {
-		return core.Ingest(ctx, src, opts)
-	}
-	scene, err := openSceneArg(ctx, src, core.SceneOptions(src, opts), signURL)
-	if err != nil {
-		return archive.IngestResult{}, err
-	}
-	defer scene.Close()
-	opts.Source = src
-	return core.IngestScene(ctx, scene, opts)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,10 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/stac/stactest"
 )
@@ -33,8 +38,12 @@ func TestIndexRemoteRealItems(t *testing.T) {
 	for _, name := range []string{"pc-s2l2a-S2B", "earthsearch-v1-s2l2a-S2A_32TMT_20200305_1", "earthsearch-v0"} {
 		t.Run(name, func(t *testing.T) {
 			it := ri.Item(t, name)
+			u := it.URL
+			if strings.HasPrefix(name, "earthsearch-v0") {
+				u = strings.Replace(u, "127.0.0.1", "localhost", 1) // named by host name
+			}
 			out := t.TempDir()
-			_, err := runIndexArgs(t, "--scene", it.URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+			_, err := runIndexArgs(t, "--scene", u, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
 			require.NoError(t, err)
 			for _, idx := range []string{"ndvi", "ndmi"} {
 				want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-20", idx+".json"))
@@ -142,4 +151,81 @@ func TestIndexSentinel1Item(t *testing.T) {
 	}
 	_, err = runIndexArgs(t, "--scene", srv.URL+"/item", "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
 	assert.ErrorContains(t, err, "index ndvi applies to [sentinel-2 landsat]")
+}
+
+// cropkit ingest of remote item URLs: a Planetary Computer item is read
+// signed with --sign-url and stored under its unsigned URL, with the same
+// products as the chip's folder; Earth Search's Landsat item (requester-pays) is refused, named.
+func TestIngestRemoteRealItems(t *testing.T) {
+	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	ri := stactest.ServeRealItems(t, chip)
+	ctx := context.Background()
+	setup := func() string {
+		dir := t.TempDir()
+		st, err := archive.Open(ctx, dir, true, archive.Config{})
+		require.NoError(t, err)
+		_, _, err = st.EnsureAdmin(ctx)
+		require.NoError(t, err)
+		admin, err := st.UserByName(ctx, "admin")
+		require.NoError(t, err)
+		feats, err := geo.ReadFeatures(demodata.Fields())
+		require.NoError(t, err)
+		_, err = st.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: feats[0].Name, Indices: []string{"ndvi"}, Geometry: feats[0].Geometry}, 0)
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		return dir
+	}
+	mean := func(dir string) (float64, []string) {
+		st, err := archive.Open(ctx, dir, false, archive.Config{})
+		require.NoError(t, err)
+		defer st.Close()
+		admin, err := st.UserByName(ctx, "admin")
+		require.NoError(t, err)
+		fs, err := st.Fields(ctx, admin, nil)
+		require.NoError(t, err)
+		require.Len(t, fs, 1)
+		ps, err := st.UsableProducts(ctx, fs[0], "ndvi", "", "")
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		recs, err := st.Store().ScenesIntersecting(ctx, orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}, "", "")
+		require.NoError(t, err)
+		var sources []string
+		for _, r := range recs {
+			sources = append(sources, r.Source)
+		}
+		return ps[0].Mean, sources
+	}
+	ref := setup()
+	code, _, errOut := runCmd(t, "", "ingest", "--data", ref, chip)
+	require.Equal(t, 0, code, errOut)
+	want, _ := mean(ref)
+
+	dir := setup()
+	pc := ri.Item(t, "pc-s2l2a-S2B")
+	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, pc.URL)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 usable")
+	got, sources := mean(dir)
+	assert.InDelta(t, want, got, 1e-12, "the offset of baseline 05.10 undone")
+	assert.Equal(t, []string{pc.URL}, sources)
+	assert.Zero(t, ri.Unsigned())
+
+	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, ri.Item(t, "earthsearch-v1-landsat").URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "s3://usgs-landsat is a requester-pays bucket")
+}
+
+func TestNamesPrivateHost(t *testing.T) {
+	ctx := context.Background()
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:8080/item.json":     true,
+		"http://localhost:8080/item.json":     true,
+		"http://[::1]/item.json":              true,
+		"http://10.1.2.3/item.json":           true,
+		"https://8.8.8.8/item.json":           false,
+		"http://169.254.169.254/latest":       true,
+		"https://no-such-host.invalid/x.json": false,
+	} {
+		assert.Equal(t, want, namesPrivateHost(ctx, u), u)
+	}
 }

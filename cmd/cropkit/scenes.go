@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -40,12 +42,9 @@ func configureSigning(c *stac.Client, signURL string) error {
 	if signURL == "" {
 		return nil
 	}
-	u, err := url.Parse(signURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--sign-url %q: want an http(s) URL", signURL)
+	if err := c.UseTokenService(signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
+		return fmt.Errorf("--sign-url: %w", err)
 	}
-	c.Signer = &stac.SASSigner{URL: signURL, HTTPClient: webhook.NewClient(true, sceneFetchTimeout)}
-	c.SignHost = func(string) bool { return true }
 	return nil
 }
 
@@ -66,8 +65,7 @@ func openSceneArg(ctx context.Context, src string, opts imagery.SceneOptions, si
 	if !isHTTPURL(src) {
 		return imagery.OpenScene(ctx, src, opts)
 	}
-	private := webhook.ValidateURL(src, false) != nil
-	c := stac.NewClient(private, sceneFetchTimeout)
+	c := stac.NewClient(namesPrivateHost(ctx, src), sceneFetchTimeout)
 	if err := configureSigning(c, signURL); err != nil {
 		return nil, err
 	}
@@ -80,6 +78,34 @@ func openSceneArg(ctx context.Context, src string, opts imagery.SceneOptions, si
 		return nil, fmt.Errorf("scene %s: %w", src, err)
 	}
 	return s, nil
+}
+
+// namesPrivateHost reports whether the URL's host is, or resolves to, a
+// loopback, private, link-local or metadata address (localhost included).
+func namesPrivateHost(ctx context.Context, raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if a, err := netip.ParseAddr(host); err == nil {
+		return webhook.CheckAddr(a) != nil
+	}
+	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if webhook.CheckAddr(a) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldFeature is one feature of a fields file, or why it cannot be used.

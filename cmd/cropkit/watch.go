@@ -76,11 +76,7 @@ func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch
 	if o.poll == 0 {
 		cfg.Poll = -1 // off (0 is the default in watch.Config)
 	}
-	if o.signURL != "" {
-		c := stac.NewClient(allowPrivate, 0)
-		_ = configureSigning(c, o.signURL) // checked by check
-		cfg.Client = c
-	}
+	cfg.SignURL = o.signURL
 	if o.maxCloud == 0 {
 		cfg.MaxCloud = math.SmallestNonzeroFloat64 // cloudless items only
 	}

@@ -101,6 +101,10 @@ func stacSensor(collection string, props map[string]json.RawMessage) (Sensor, er
 			sensor = Sentinel2
 		}
 	}
+	if sensor.Family() == FamilyLandsat && (strings.Contains(c, "-l1") || strings.Contains(c, "level-1")) {
+		return "", &SensorError{Sensor: sensorName(string(sensor), string(sensor)) + " Level-1", Reason: "top-of-atmosphere " +
+			"radiance/reflectance: not supported; cropkit reads Collection 2 Level-2 surface reflectance (landsat-c2-l2)"}
+	}
 	if sensor.Radar() && strings.Contains(c, "grd") && !strings.Contains(c, "rtc") {
 		return "", &SensorError{Sensor: "Sentinel-1 GRD", Reason: "in radar geometry (slant/ground range with " +
 			"tie points, no map projection): not supported; use a terrain-corrected collection such as Planetary Computer sentinel-1-rtc"}

@@ -137,6 +137,7 @@ func TestSTACSensor(t *testing.T) {
 		{"landsat-c2-l2", `{"platform":"landsat-8"}`, ""},
 		{"landsat-c2-l2", `{}`, ""},
 		{"landsat-c2-l2", `{"platform":"landsat-7"}`, "Landsat 7"},
+		{"landsat-c2-l1", `{"platform":"landsat-9"}`, "Landsat 9 Level-1"},
 		{"sentinel-1-grd", `{"platform":"sentinel-1a","constellation":"sentinel-1"}`, "Sentinel-1 GRD"},
 		{"sentinel-1-rtc", `{"platform":"SENTINEL-1A"}`, ""},
 		{"x", `{"platform":"worldview-3"}`, "worldview-3"},

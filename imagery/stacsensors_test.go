@@ -73,6 +73,10 @@ func TestSentinel1RTCItem(t *testing.T) {
 			dir, err := OpenScene(context.Background(), folder, SceneOptions{})
 			require.NoError(t, err)
 			defer dir.Close()
+			// The float32 files as a folder too: no VALUE_UNIT reads as linear power.
+			linDir, err := OpenScene(context.Background(), lin, SceneOptions{Date: dir.Date()})
+			require.NoError(t, err)
+			defer linDir.Close()
 			ref := s1Reference(t, fieldsPath, []string{lin})[lin]
 			for name, f := range fields {
 				var fieldPixels int
@@ -83,6 +87,8 @@ func TestSentinel1RTCItem(t *testing.T) {
 				got, err := item.FieldProducts(context.Background(), f.Geometry, indices, nil)
 				require.NoError(t, err, name)
 				fromDir, err := dir.FieldProducts(context.Background(), f.Geometry, indices, nil)
+				require.NoError(t, err)
+				fromLin, err := linDir.FieldProducts(context.Background(), f.Geometry, indices, nil)
 				require.NoError(t, err)
 				for i, p := range got {
 					var w s1RefStats
@@ -99,6 +105,7 @@ func TestSentinel1RTCItem(t *testing.T) {
 					}
 					// float32 linear power keeps the dB folder's values to ~1e-6 dB.
 					assert.InDelta(t, fromDir[i].Stats.Mean, p.Stats.Mean, 1e-5, msg)
+					assert.Equal(t, fromLin[i].Stats, p.Stats, msg+": linear folder = item")
 				}
 			}
 		})

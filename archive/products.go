@@ -83,9 +83,21 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 }
 
 // UsableProducts lists field f's usable products of index between from and
-// to (inclusive YYYY-MM-DD, "" = open), by date.
+// to (inclusive YYYY-MM-DD, "" = open), by date, from the index's default
+// sensor family (Sentinel-2 for optical indices, Sentinel-1 for radar ones).
 func (a *Archive) UsableProducts(ctx context.Context, f Field, index, from, to string) ([]Product, error) {
-	return a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, From: from, To: to, UsableOnly: true})
+	return a.UsableProductsOf(ctx, f, index, "", from, to)
+}
+
+// UsableProductsOf is UsableProducts of one sensor family as SensorFamily
+// reads sensor ("" the index's default, "any" every family: then one date
+// may hold two products).
+func (a *Archive) UsableProductsOf(ctx context.Context, f Field, index, sensor, from, to string) ([]Product, error) {
+	family, err := a.SensorFamily(index, sensor)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, From: from, To: to, UsableOnly: true, Family: family})
 }
 
 // Products lists the products of field f matching q (FieldID is set from f).

@@ -28,9 +28,19 @@ func (a *Archive) RegisteredIndex(u User, f Field, index string) error {
 // do), or the mean over the usable images from StartDate to EndDate.
 // Dates lists what was used.
 func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.LayerSpec) (LayerValues, error) {
+	return a.CropHealthLayerOf(ctx, f, spec, "")
+}
+
+// CropHealthLayerOf is CropHealthLayer from one sensor family (see
+// SensorFamily: "" the index's default). "any" is refused: images of two
+// sensors lie on different grids.
+func (a *Archive) CropHealthLayerOf(ctx context.Context, f Field, spec zoning.LayerSpec, sensor string) (LayerValues, error) {
+	if strings.EqualFold(strings.TrimSpace(sensor), SensorAny) {
+		return LayerValues{}, Invalid("sensor any: zones need the images of one sensor (their pixel grids differ)")
+	}
 	if spec.IsRange() {
 		from, to := spec.StartDate.Format(time.DateOnly), spec.EndDate.Format(time.DateOnly)
-		ps, err := a.UsableProducts(ctx, f, spec.Index, from, to)
+		ps, err := a.UsableProductsOf(ctx, f, spec.Index, sensor, from, to)
 		if err != nil {
 			return LayerValues{}, err
 		}
@@ -39,7 +49,7 @@ func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.Laye
 		}
 		return a.MeanValues(ctx, f, ps)
 	}
-	ps, err := a.UsableProducts(ctx, f, spec.Index, "", "")
+	ps, err := a.UsableProductsOf(ctx, f, spec.Index, sensor, "", "")
 	if err != nil {
 		return LayerValues{}, err
 	}
@@ -55,7 +65,16 @@ func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.Laye
 // for seeding the mean over the usable images of the season of the latest
 // one (SeasonRange).
 func (a *Archive) PrescriptionLayer(ctx context.Context, f Field, index string, typ zoning.PrescriptionType, date time.Time) (LayerValues, error) {
-	ps, err := a.UsableProducts(ctx, f, index, "", "")
+	return a.PrescriptionLayerOf(ctx, f, index, typ, date, "")
+}
+
+// PrescriptionLayerOf is PrescriptionLayer from one sensor family (see
+// CropHealthLayerOf).
+func (a *Archive) PrescriptionLayerOf(ctx context.Context, f Field, index string, typ zoning.PrescriptionType, date time.Time, sensor string) (LayerValues, error) {
+	if strings.EqualFold(strings.TrimSpace(sensor), SensorAny) {
+		return LayerValues{}, Invalid("sensor any: zones need the images of one sensor (their pixel grids differ)")
+	}
+	ps, err := a.UsableProductsOf(ctx, f, index, sensor, "", "")
 	if err != nil {
 		return LayerValues{}, err
 	}

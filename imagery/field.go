@@ -32,8 +32,9 @@ type FieldRaster struct {
 	OutsidePixels int
 	// Clear marks pixels the scene mask does not flag (all true without a mask).
 	Clear []bool
-	// Bands holds each requested band's reflectance, NaN where the band has
-	// no data (DN 0 or the file's nodata value) or lies outside the band's extent.
+	// Bands holds each requested band's reflectance (radar bands: linear
+	// backscatter power), NaN where the band has no data (DN 0 or the
+	// file's nodata value) or lies outside the band's extent.
 	Bands map[string][]float64
 }
 

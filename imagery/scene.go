@@ -237,7 +237,7 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 		// An item whose bands all exist only in unreadable assets says why.
 		names := append([]string{"B04", "B08", "B02", "B03"}, slices.Sorted(maps.Keys(s.unreadable))...)
 		for _, name := range names {
-			if e, ok := s.unreadable[name]; ok && name != "SCL" && name != "CLM" {
+			if e, ok := s.unreadable[name]; ok && name != "SCL" && name != "CLM" && name != "QA_PIXEL" {
 				return fmt.Errorf("no readable band: %w", e)
 			}
 		}
@@ -254,7 +254,7 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 	}
 	if s.mask == nil {
 		// Reading without the mask the item names would count clouds.
-		for _, name := range []string{"SCL", "CLM"} {
+		for _, name := range []string{"SCL", "CLM", "QA_PIXEL"} {
 			if e, ok := s.unreadable[name]; ok {
 				return fmt.Errorf("mask: %w", e)
 			}
@@ -285,6 +285,9 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 	}
 	s.grid = ref.grid
 	if s.grid.EPSG == 0 {
+		if isRadarBand(ref.name) {
+			return fmt.Errorf("band %s has no EPSG code: radar geometry (no map projection) is not supported; use terrain-corrected (RTC) backscatter", ref.name)
+		}
 		return fmt.Errorf("band %s has no EPSG code", ref.name)
 	}
 	if s.mask != nil {

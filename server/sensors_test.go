@@ -85,6 +85,24 @@ func TestSensorsThroughTheAPI(t *testing.T) {
 	assert.Equal(t, "landsat-8", list.Indices["ndvi"][0].Sensor)
 	assert.Empty(t, list.Indices["vv"], "vv has no Landsat image")
 
+	// Zones from one sensor's image: Sentinel-2 by default, Landsat or
+	// Sentinel-1 when asked; "any" mixes grids and is refused.
+	zones := func(index, sensor string) response {
+		q := "/prescription_maps/get_zones?field_name=UDS-02&type=n_fertilizer&n_zones=3&dst_crs=32631&index=" + index
+		if sensor != "" {
+			q += "&sensor=" + sensor
+		}
+		return do(t, env.Handler, "POST", q, tok, nil)
+	}
+	for _, tt := range []struct{ index, sensor, date string }{
+		{"ndvi", "", "2018-06-10"}, {"ndvi", "landsat", "2018-06-06"}, {"vv", "", "2018-06-15"},
+	} {
+		r = zones(tt.index, tt.sensor)
+		require.Equal(t, 200, r.Status, "%s %s: %s", tt.index, tt.sensor, r.Body)
+		assert.Equal(t, tt.date, r.Header.Get("X-Image-Date"), tt.index+" "+tt.sensor)
+	}
+	assert.Equal(t, 400, zones("ndvi", "any").Status)
+
 	r = do(t, env.Handler, "GET", "/indices/list", tok, nil)
 	require.Equal(t, 200, r.Status)
 	var cat struct {

@@ -253,6 +253,10 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 			return zoneError(err)
 		}
 	}
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return err
+	}
 	// Crop-health layers first: the first one's grid is the zones' grid.
 	layers := make([]zoning.Layer, len(p.Layers))
 	var grid geo.Grid
@@ -264,7 +268,7 @@ func (s *Server) handleVariableRateZones(w http.ResponseWriter, r *http.Request,
 		if err := s.core.RegisteredIndex(c.user, f, spec.Index); err != nil {
 			return err
 		}
-		lv, err := s.core.CropHealthLayer(ctx, f, spec)
+		lv, err := s.core.CropHealthLayerOf(ctx, f, spec, sensor)
 		if err != nil {
 			return err
 		}
@@ -353,7 +357,11 @@ func (s *Server) handlePrescriptionZones(w http.ResponseWriter, r *http.Request,
 	if err := s.core.RegisteredIndex(c.user, f, p.Index); err != nil {
 		return err
 	}
-	lv, err := s.core.PrescriptionLayer(ctx, f, p.Index, p.Prescription.Type, p.Date)
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return err
+	}
+	lv, err := s.core.PrescriptionLayerOf(ctx, f, p.Index, p.Prescription.Type, p.Date, sensor)
 	if err != nil {
 		return err
 	}

@@ -303,3 +303,18 @@ func TestIndexCommandSentinel1(t *testing.T) {
 	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
 	assert.ErrorContains(t, err, "is sentinel-1: index ndvi applies to [sentinel-2 landsat]")
 }
+
+// TestIndexCommandLandsat runs optical indices over a Landsat 8 folder
+// (Collection 1, QA_PIXEL_C1), and refuses a red-edge index on it.
+func TestIndexCommandLandsat(t *testing.T) {
+	scene := testenv.DataDir(t, "landsat8", "flanders-31UDS", "2018-06-06")
+	fields := testenv.DataDir(t, "fields", "flanders-31UDS.geojson")
+	out := t.TempDir()
+	_, err := runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+	require.NoError(t, err)
+	r := readReport(t, filepath.Join(out, "UDS-01", "2018-06-06", "ndvi.json"))
+	assert.Equal(t, imagery.Landsat8, r.Sensor)
+	assert.Equal(t, 628, r.Stats.Num)
+	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndre", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "is landsat-8: index ndre applies to [sentinel-2]")
+}

@@ -1,6 +1,10 @@
 """Independent Sentinel-1 field statistics (rasterio + numpy + shapely + pyproj).
 
 usage: s1_reference.py FIELDS.geojson SCENE_DIR [SCENE_DIR ...]
+       s1_reference.py linear SRC_DIR DST_DIR
+           writes VV.tif and VH.tif as float32 linear power (10^(dB/10)),
+           nodata -32768 and no VALUE_* items, as Planetary Computer's
+           sentinel-1-rtc serves them.
 
 A pixel belongs to a field iff its centre lies strictly inside the polygon
 (tested in the raster CRS). Values: int DN x VALUE_SCALE in VALUE_UNIT (dB or
@@ -75,5 +79,21 @@ def main():
     json.dump(out, sys.stdout)
 
 
+def linear(src, dst):
+    os.makedirs(dst, exist_ok=True)
+    for pol in ("VV", "VH"):
+        with rasterio.open(os.path.join(src, pol + ".tif")) as r:
+            a = r.read(1).astype(np.float64)
+            prof = r.profile
+            scale = float(r.tags().get("VALUE_SCALE", "1"))
+        lin = np.where(a == 0, -32768, 10.0 ** (a * scale / 10.0)).astype(np.float32)
+        prof.update(dtype="float32", nodata=-32768)
+        with rasterio.open(os.path.join(dst, pol + ".tif"), "w", **prof) as w:
+            w.write(lin, 1)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1] == "linear":
+        linear(sys.argv[2], sys.argv[3])
+    else:
+        main()

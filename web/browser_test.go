@@ -388,7 +388,7 @@ func TestBrowserDemo(t *testing.T) {
 		dates := usableDates(t, srv, "UES-05", "ndvi")
 		first, _ := time.Parse(time.DateOnly, dates[0])
 		last, _ := time.Parse(time.DateOnly, dates[len(dates)-1])
-		assert.Equal(t, strconv.Itoa(int(last.Sub(first).Hours()/24)+1), evalString(ctx, t, `document.querySelector("#chart").dataset.series`))
+		assert.Equal(t, strconv.Itoa(int(last.Sub(first).Hours()/24)+1), evalString(ctx, t, `document.querySelector("#chart").dataset.days`))
 		label := evalString(ctx, t, `document.querySelector("#chart").getAttribute("aria-label")`)
 		assert.Contains(t, label, "NDVI daily estimate with its 80 % interval from "+dates[0])
 		assert.Contains(t, label, fmt.Sprintf("%d observations (sentinel-2", len(dates)))

@@ -690,8 +690,12 @@ async function loadSeries(index, dates) {
   if (!state.field || dates.length === 0 || typeof uPlot === "undefined") return;
   const seq = ++state.seriesSeq;
   const field = state.field.field_name;
-  const from = dates[0].date;
-  const to = dates[dates.length - 1].date;
+  // Over the index's dates and its companion's (radar beside optical), so
+  // the second axis keeps its whole span.
+  const other = companionIndex(index);
+  const span = [...dates, ...(other ? datesOf(other) : [])].map((d) => d.date).sort();
+  const from = span[0];
+  const to = span[span.length - 1];
   try {
     const [ts, ph, ev] = await Promise.all([
       apiJSON("/fields/timeseries", { field_name: field, index, start_date: from, end_date: to }),
@@ -727,17 +731,39 @@ function renderSeriesChart(index, series, seasons, events) {
     if (ss.peak) marks.push({ date: ss.peak, text: "peak" });
     if (ss.end) marks.push({ date: ss.end, text: "end" });
   }
-  el.setAttribute(
-    "aria-label",
+  let aria =
     `${label} daily estimate with its 80 % interval from ${series[0].date} to ${series[series.length - 1].date}; ` +
-      `${series.filter((d) => d.observed !== null).length} observations (${sensors.join(", ")}); ` +
-      (marks.length ? "season " + marks.map((m) => `${m.text} ${m.date}`).join(", ") + "; " : "") +
-      (events.length ? "events " + events.map((e) => `${e.kind} on ${e.date} (${fmt(e.magnitude)})`).join(", ") : "no events"),
-  );
-  el.dataset.series = String(series.length);
+    `${series.filter((d) => d.observed !== null).length} observations (${sensors.join(", ")}); ` +
+    (marks.length ? "season " + marks.map((m) => `${m.text} ${m.date}`).join(", ") + "; " : "") +
+    (events.length ? "events " + events.map((e) => `${e.kind} on ${e.date} (${fmt(e.magnitude)})`).join(", ") : "no events");
+  const none = () => null;
+  const plot = [
+    {},
+    { label: label + " estimate", scale: "y", stroke: "#1b1b1b", width: 1.5 },
+    { label: "lower 80 %", scale: "y", stroke: "rgba(31,95,42,0.35)", width: 1 },
+    { label: "upper 80 %", scale: "y", stroke: "rgba(31,95,42,0.35)", width: 1 },
+    ...sensors.map((s) => ({ label: s, scale: "y", stroke: sensorColor(s), paths: none, points: { show: true, size: 7, fill: sensorColor(s) } })),
+    { label: "events", scale: "y", stroke: "#c0392b", paths: none, points: { show: true, size: 12, width: 2, fill: "rgba(0,0,0,0)" } },
+  ];
+  const axes = [
+    { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } },
+    { scale: "y", stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" }, size: 50 },
+  ];
+  // The companion index (radar beside optical, or the reverse) keeps its
+  // second axis, as on the plain chart.
+  const other = companionIndex(index);
+  if (other) {
+    const m = new Map(datesOf(other).map((d) => [d.date, d.mean]));
+    data.push(series.map((d) => (m.has(d.date) ? m.get(d.date) : null)));
+    plot.push({ label: other.toUpperCase() + " mean", scale: "y2", stroke: "#4a74b4", width: 2, dash: [6, 4], spanGaps: true, points: { size: 6, fill: "#4a74b4" } });
+    axes.push({ scale: "y2", side: 1, stroke: "#4a74b4", grid: { show: false }, size: 50 });
+    aria += `; ${other.toUpperCase()} mean on the second axis: ` + datesOf(other).map((d) => `${d.date} ${fmt(d.mean)}`).join(", ");
+  }
+  el.dataset.series = [index, other].filter(Boolean).join(",");
+  el.dataset.days = String(series.length);
   el.dataset.events = String(events.length);
   el.dataset.marks = String(marks.length);
-  const none = () => null;
+  el.setAttribute("aria-label", aria);
   const width = Math.max(el.clientWidth, 240);
   state.chart = new uPlot(
     {
@@ -745,16 +771,9 @@ function renderSeriesChart(index, series, seasons, events) {
       height: 190,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
-      axes: [{ stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } }, { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" }, size: 50 }],
-      series: [
-        {},
-        { label: label + " estimate", stroke: "#1b1b1b", width: 1.5 },
-        { label: "lower 80 %", stroke: "rgba(31,95,42,0.35)", width: 1 },
-        { label: "upper 80 %", stroke: "rgba(31,95,42,0.35)", width: 1 },
-        ...sensors.map((s) => ({ label: s, stroke: sensorColor(s), paths: none, points: { show: true, size: 7, fill: sensorColor(s) } })),
-        { label: "events", stroke: "#c0392b", paths: none, points: { show: true, size: 12, width: 2, fill: "rgba(0,0,0,0)" } },
-      ],
+      scales: { x: { time: true }, y: {}, y2: {} },
+      axes,
+      series: plot,
       bands: [{ series: [3, 2], fill: "rgba(31,95,42,0.15)" }],
       hooks: {
         draw: [

@@ -1,4 +1,4 @@
-package archive
+package archive_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
 )
@@ -33,15 +34,15 @@ func TestHistoryMixesSensors(t *testing.T) {
 	require.NotNil(t, field.Geometry)
 
 	a := openTest(t, t.TempDir())
-	u, err := a.CreateUser(ctx, NewUser{Name: "u"})
+	u, err := a.CreateUser(ctx, archive.NewUser{Name: "u"})
 	require.NoError(t, err)
 	_, err = a.RegisterWebhook(ctx, u, "https://farm.example.com/hook")
 	require.NoError(t, err)
-	f, err := a.store.InsertField(ctx, Field{OwnerID: u.ID, Name: "f", Indices: []string{"ndvi", "vv", "rvi"}, Geometry: field.Geometry}, 0)
+	f, err := a.Store().InsertField(ctx, archive.Field{OwnerID: u.ID, Name: "f", Indices: []string{"ndvi", "vv", "rvi"}, Geometry: field.Geometry}, 0)
 	require.NoError(t, err)
 
-	ingest := func(kind, date string) IngestResult {
-		res, err := a.Ingest(ctx, testenv.DataDir(t, kind, "flanders-31UDS", date), IngestOptions{})
+	ingest := func(kind, date string) archive.IngestResult {
+		res, err := a.Ingest(ctx, testenv.DataDir(t, kind, "flanders-31UDS", date), archive.IngestOptions{})
 		require.NoError(t, err, kind+" "+date)
 		return res
 	}
@@ -72,7 +73,7 @@ func TestHistoryMixesSensors(t *testing.T) {
 
 	// Stored rows: 2018-06-15 holds a Sentinel-2 ndvi row (unusable) and
 	// the radar rows side by side.
-	rows, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, From: "2018-06-15", To: "2018-06-15"})
+	rows, err := a.Store().Products(ctx, archive.ProductQuery{FieldID: f.ID, From: "2018-06-15", To: "2018-06-15"})
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, p := range rows {
@@ -80,7 +81,7 @@ func TestHistoryMixesSensors(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"ndvi/sentinel-2": "sentinel-2", "vv/sentinel-1": "sentinel-1", "rvi/sentinel-1": "sentinel-1"}, got)
 
-	_, hist, err := a.HistoryFor(ctx, u, HistoryQuery{Field: "f", Sensor: SensorAny})
+	_, hist, err := a.HistoryFor(ctx, u, archive.HistoryQuery{Field: "f", Sensor: archive.SensorAny})
 	require.NoError(t, err)
 	sensors := map[string]bool{}
 	for ix, rows := range hist {
@@ -90,7 +91,7 @@ func TestHistoryMixesSensors(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]bool{"sentinel-2": true, "landsat-8": true, "sentinel-1": true}, sensors)
-	ndviDates := func(rows []HistoryRow) []string {
+	ndviDates := func(rows []archive.HistoryRow) []string {
 		var out []string
 		for _, r := range rows {
 			out = append(out, r.Date+" "+r.Sensor)
@@ -100,29 +101,29 @@ func TestHistoryMixesSensors(t *testing.T) {
 	assert.Equal(t, []string{"2018-06-06 landsat-8", "2018-06-10 sentinel-2", "2018-06-23 sentinel-2"}, ndviDates(hist["ndvi"]))
 	assert.Equal(t, []string{"2018-06-15 sentinel-1", "2018-06-20 sentinel-1"}, ndviDates(hist["vv"]))
 
-	_, hist, err = a.HistoryFor(ctx, u, HistoryQuery{Field: "f"})
+	_, hist, err = a.HistoryFor(ctx, u, archive.HistoryQuery{Field: "f"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"2018-06-10 sentinel-2", "2018-06-23 sentinel-2"}, ndviDates(hist["ndvi"]), "default: Sentinel-2 for optical indices")
 	assert.Len(t, hist["vv"], 2, "default: Sentinel-1 for radar indices")
-	_, hist, err = a.HistoryFor(ctx, u, HistoryQuery{Field: "f", Indices: []string{"ndvi"}, Sensor: "landsat-9"})
+	_, hist, err = a.HistoryFor(ctx, u, archive.HistoryQuery{Field: "f", Indices: []string{"ndvi"}, Sensor: "landsat-9"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"2018-06-06 landsat-8"}, ndviDates(hist["ndvi"]), "a satellite name stands for its family")
 
-	img, err := a.Image(ctx, u, ImageQuery{Field: "f", Index: "ndvi", Date: "2018-06-06"})
+	img, err := a.Image(ctx, u, archive.ImageQuery{Field: "f", Index: "ndvi", Date: "2018-06-06"})
 	require.NoError(t, err)
 	assert.Equal(t, "2018-06-10", img.Product.Date, "closest within Sentinel-2")
-	img, err = a.Image(ctx, u, ImageQuery{Field: "f", Index: "ndvi", Date: "2018-06-06", Sensor: "any"})
+	img, err = a.Image(ctx, u, archive.ImageQuery{Field: "f", Index: "ndvi", Date: "2018-06-06", Sensor: "any"})
 	require.NoError(t, err)
 	assert.Equal(t, "2018-06-06", img.Product.Date)
 	assert.Equal(t, "landsat-8", img.Product.Sensor)
 	doc, err := a.ReportJSON(ctx, img)
 	require.NoError(t, err)
 	assert.Contains(t, string(doc), `"sensor":"landsat-8"`)
-	img, err = a.Image(ctx, u, ImageQuery{Field: "f", Index: "vv", Date: "2018-06-16"})
+	img, err = a.Image(ctx, u, archive.ImageQuery{Field: "f", Index: "vv", Date: "2018-06-16"})
 	require.NoError(t, err)
 	assert.Equal(t, "2018-06-15", img.Product.Date)
-	_, err = a.Image(ctx, u, ImageQuery{Field: "f", Index: "vv", Sensor: "landsat"})
-	assert.ErrorIs(t, err, ErrInvalid)
-	_, err = a.Image(ctx, u, ImageQuery{Field: "f", Index: "ndvi", Sensor: "modis"})
-	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = a.Image(ctx, u, archive.ImageQuery{Field: "f", Index: "vv", Sensor: "landsat"})
+	assert.ErrorIs(t, err, archive.ErrInvalid)
+	_, err = a.Image(ctx, u, archive.ImageQuery{Field: "f", Index: "ndvi", Sensor: "modis"})
+	assert.ErrorIs(t, err, archive.ErrInvalid)
 }

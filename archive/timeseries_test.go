@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -32,7 +33,7 @@ func TestTimeSeriesFromStoredProducts(t *testing.T) {
 	require.NoError(t, err)
 	feats = feats[:4] // UES-01 and -03 winter wheat, -02 grass, -04 winter barley
 
-	a, err := archive.Open(ctx, t.TempDir(), true, archive.Config{})
+	a, err := backend.Open(ctx, t.TempDir(), true, archive.Config{})
 	require.NoError(t, err)
 	defer a.Close()
 	_, _, err = a.EnsureAdmin(ctx)

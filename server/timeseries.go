@@ -93,7 +93,7 @@ func (s *Server) handleTimeSeries(w http.ResponseWriter, r *http.Request, c *cal
 		return err
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	return writeFile(w, buf.Bytes(), safeFileName(ts.FieldName)+"_"+ts.Index+"_timeseries.csv", "")
+	return writeFile(w, buf.Bytes(), archive.SafeFileName(ts.FieldName)+"_"+ts.Index+"_timeseries.csv", "")
 }
 
 // handlePhenology answers a field's phenology per season for one index.

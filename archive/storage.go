@@ -1,21 +1,24 @@
 package archive
 
+// What the core needs from storage: Store (the rows) and Blobs (the files).
+// archive/store and archive/blobs implement them; the core imports neither.
+
 import (
+	"bytes"
 	"context"
+	"io"
 	"time"
 
 	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/webhook"
-	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
 // Store is the archive's database: accounts, tokens, fields, seasons,
 // product rows and the webhook outbox. It holds no algorithm and no files
-// (those are Blobs). OpenSQLite is the embedded implementation and
-// OpenPostgres the server one; both share one implementation of every query
-// and transaction flow (rowStore, parameterised by a dialect) and keep only
-// opening, their schema and its migrations apart.
+// (those are Blobs). archive/store implements it: store.OpenSQLite the
+// embedded database and store.OpenPostgres the server one, sharing one
+// implementation of every query and transaction flow over a dialect.
 //
 // Errors are wrapped kinds of this package (ErrNotFound, ErrExists,
 // ErrQuota, ErrFieldChanged, ErrBusy).
@@ -103,11 +106,11 @@ type SceneRecord struct {
 // Outbox is the webhook registrations and the durable outbox the dispatcher delivers.
 type Outbox interface {
 	webhook.Store
-	RegisterLimit(ctx context.Context, owner, rawURL string, max int) (sqlstore.Registration, error)
-	List(ctx context.Context, owner string) ([]sqlstore.Registration, error)
+	RegisterLimit(ctx context.Context, owner, rawURL string, max int) (webhook.Registration, error)
+	List(ctx context.Context, owner string) ([]webhook.Registration, error)
 	Delete(ctx context.Context, owner string, id int64) error
 	DeleteURL(ctx context.Context, owner, rawURL string) error
-	Deliveries(ctx context.Context, owner string, limit int) ([]sqlstore.DeliveryState, error)
+	Deliveries(ctx context.Context, owner string, limit int) ([]webhook.DeliveryState, error)
 	// Topics a registration opts in to (field events): see archive/timeseries.go.
 	Subscribe(ctx context.Context, owner string, id int64, topic string, on bool) error
 	Subscribed(ctx context.Context, owner, topic string) (bool, error)
@@ -136,4 +139,49 @@ type RecordResult struct {
 	Replaced []string
 	// Notified counts the deliveries enqueued.
 	Notified int
+}
+
+// Blobs holds the archive's files (product bundles, uploads) by key, a
+// slash-separated relative path. Put is atomic: readers see the old content
+// or the new, never part. archive/blobs implements it: blobs.Dir (files)
+// and blobs.Bucket (object storage).
+type Blobs interface {
+	Put(ctx context.Context, key string, data []byte) error
+	// Get returns ErrNotFound (wrapped) for a missing key.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// List calls fn for every key under prefix (and for leftover temporary
+	// files, whose Temp is set).
+	List(ctx context.Context, prefix string, fn func(BlobInfo) error) error
+}
+
+// BlobInfo describes one listed blob.
+type BlobInfo struct {
+	Key     string
+	ModTime time.Time
+	// Temp marks an unfinished write (a crash between write and rename).
+	Temp bool
+}
+
+// BlobOpener is implemented by Blobs that can read part of a blob (a file,
+// an object with ranged reads): a download reads one member of a bundle
+// without reading the rest.
+type BlobOpener interface {
+	// Open returns the blob as an io.ReaderAt of size bytes; close it after.
+	Open(ctx context.Context, key string) (r io.ReaderAt, size int64, closer io.Closer, err error)
+}
+
+// openBlob opens key for reading at offsets: through BlobOpener when the
+// blobs offer it (a zip member or directory is read without the rest),
+// else from the whole blob in memory.
+func (a *Archive) openBlob(ctx context.Context, key string) (io.ReaderAt, int64, io.Closer, error) {
+	if o, ok := a.blobs.(BlobOpener); ok {
+		return o.Open(ctx, key)
+	}
+	data, err := a.blobs.Get(ctx, key)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return bytes.NewReader(data), int64(len(data)), io.NopCloser(nil), nil
 }

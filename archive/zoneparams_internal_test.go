@@ -1,4 +1,4 @@
-package server
+package archive
 
 import (
 	"errors"
@@ -68,8 +68,8 @@ func TestParseZonesParams(t *testing.T) {
 			require.Error(t, err)
 			var e *Error
 			require.True(t, errors.As(err, &e), "%v", err)
-			assert.Equal(t, 400, e.Status)
-			assert.True(t, strings.HasPrefix(e.Message, tc.param+": "), "names %s: %v", tc.param, err)
+			assert.ErrorIs(t, e, ErrInvalid) // a 400
+			assert.True(t, strings.HasPrefix(e.Msg, tc.param+": "), "names %s: %v", tc.param, err)
 		})
 	}
 	_, err = ParseZonesParams(getter(map[string]string{"field_name": "f", "n_zones": "3", "layers": `[{"type":"custom","weight":1,"filename":"a.shp","attribute":"x"}]`}))
@@ -105,7 +105,7 @@ func TestParsePrescriptionParams(t *testing.T) {
 		_, err := ParsePrescriptionParams(getter(m))
 		var e *Error
 		require.True(t, errors.As(err, &e), "%s=%s: %v", tc.key, tc.value, err)
-		assert.True(t, strings.HasPrefix(e.Message, tc.param+": "), "names %s: %v", tc.param, err)
+		assert.True(t, strings.HasPrefix(e.Msg, tc.param+": "), "names %s: %v", tc.param, err)
 	}
 	_, err = ParsePrescriptionParams(getter(map[string]string{"field_name": "f", "type": "n_fertilizer", "n_zones": "3", "index": "ndvi", "date": "June"}))
 	assert.ErrorContains(t, err, "YYYY-MM-DD")

@@ -1,4 +1,4 @@
-package archive
+package blobs
 
 import (
 	"context"
@@ -8,35 +8,35 @@ import (
 	"strings"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// containers (credentials from the AZURE_* environment)
-	_ "gocloud.dev/blob/fileblob"  // file:// buckets
-	_ "gocloud.dev/blob/gcsblob"   // gs:// buckets (application default credentials)
-	_ "gocloud.dev/blob/s3blob"    // s3:// buckets (credentials from the usual AWS environment)
+	_ "gocloud.dev/blob/fileblob" // file:// buckets
+	_ "gocloud.dev/blob/s3blob"   // s3:// buckets (credentials from the usual AWS environment)
 	"gocloud.dev/gcerrors"
+
+	"github.com/cropkit/cropkit/archive"
 )
 
-// BucketBlobs stores blobs as objects of a gocloud.dev bucket (S3 and
+// Bucket stores blobs as objects of a gocloud.dev bucket (S3 and
 // S3-compatible servers, or a local directory through file://). An object
 // PUT is atomic: readers see the old object or the new one, never part of
 // one, so no temporary objects exist and List never sets Temp. The product
 // protocol keeps its crash-consistency rules unchanged: a new bundle is
 // written under a new key, the row pointing at it is committed, then the
 // old object is deleted; Sweep removes objects a crash left unreferenced.
-type BucketBlobs struct {
+type Bucket struct {
 	bucket *blob.Bucket
 	url    string
 }
 
-// OpenBucketBlobs opens the bucket of url, e.g.
+// OpenBucket opens the bucket of url, e.g.
 // s3://BUCKET?endpoint=http://127.0.0.1:7070&region=us-east-1&use_path_style=true
 // or file:///var/lib/cropkit (see gocloud.dev/blob's URL openers). Close it
 // with Close.
-func OpenBucketBlobs(ctx context.Context, url string) (*BucketBlobs, error) {
+func OpenBucket(ctx context.Context, url string) (*Bucket, error) {
 	b, err := blob.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("open blobs %s: %w", redactURL(url), err)
 	}
-	return &BucketBlobs{bucket: b, url: redactURL(url)}, nil
+	return &Bucket{bucket: b, url: redactURL(url)}, nil
 }
 
 // redactURL drops a URL's query (which may carry credentials) for messages.
@@ -48,17 +48,17 @@ func redactURL(u string) string {
 }
 
 // Close closes the bucket.
-func (b *BucketBlobs) Close() error { return b.bucket.Close() }
+func (b *Bucket) Close() error { return b.bucket.Close() }
 
 func checkKey(key string) error {
 	if key == "" || strings.Contains(key, "..") || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
-		return fmt.Errorf("blob key %q: %w", key, ErrInvalid)
+		return fmt.Errorf("blob key %q: %w", key, archive.ErrInvalid)
 	}
 	return nil
 }
 
 // Put writes the object in one request.
-func (b *BucketBlobs) Put(ctx context.Context, key string, data []byte) error {
+func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -69,13 +69,13 @@ func (b *BucketBlobs) Put(ctx context.Context, key string, data []byte) error {
 }
 
 // Get reads the object.
-func (b *BucketBlobs) Get(ctx context.Context, key string) ([]byte, error) {
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	data, err := b.bucket.ReadAll(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("blob %s: %w", key, archive.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", key, err)
@@ -84,7 +84,7 @@ func (b *BucketBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Delete removes the object; a missing one is not an error.
-func (b *BucketBlobs) Delete(ctx context.Context, key string) error {
+func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (b *BucketBlobs) Delete(ctx context.Context, key string) error {
 
 // List calls fn for every object under prefix (a folder: "products" and
 // "products/" list the same keys).
-func (b *BucketBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo) error) error {
+func (b *Bucket) List(ctx context.Context, prefix string, fn func(archive.BlobInfo) error) error {
 	if err := checkKey(prefix); err != nil {
 		return err
 	}
@@ -115,10 +115,10 @@ func (b *BucketBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo)
 		if obj.IsDir {
 			continue
 		}
-		if err := fn(BlobInfo{Key: obj.Key, ModTime: obj.ModTime}); err != nil {
+		if err := fn(archive.BlobInfo{Key: obj.Key, ModTime: obj.ModTime}); err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)
 		}
 	}
 }
 
-var _ Blobs = (*BucketBlobs)(nil)
+var _ archive.Blobs = (*Bucket)(nil)

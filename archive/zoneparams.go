@@ -1,4 +1,4 @@
-package server
+package archive
 
 import (
 	"fmt"
@@ -25,6 +25,9 @@ type ZonesParams struct {
 	Prescription zoning.Prescription
 	MinAreaHa    float64 // min_area_ha, default zoning.DefaultMinAreaHa
 	Simplify     float64 // simplify: boundary simplification tolerance in metres, 0 = none
+	// Sensor is the crop-health layers' sensor family (SensorFamily; "" each
+	// index's default; "any" refused: grids differ).
+	Sensor string
 }
 
 // PrescriptionParams are the §4.3 /prescription_maps/get_zones query
@@ -41,12 +44,20 @@ type PrescriptionParams struct {
 	Format       zoning.Format
 	MinAreaHa    float64
 	Simplify     float64
+	// Sensor is the image's sensor family, as ZonesParams.Sensor.
+	Sensor string
 }
 
 // ParseZonesParams reads and validates the §4.1 form values through get
-// (e.g. http.Request.FormValue). Errors are 400s naming the parameter, or match zoning.ErrInvalidLayers.
+// (e.g. http.Request.FormValue). Errors are ErrInvalid naming the
+// parameter, or match zoning.ErrInvalidLayers (ZoneError maps those).
 func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
-	var p ZonesParams
+	p, err := parseZonesParams(get)
+	return p, zoneError(err)
+}
+
+func parseZonesParams(get func(key string) string) (ZonesParams, error) {
+	p := ZonesParams{Sensor: strings.TrimSpace(get("sensor"))}
 	var err error
 	if p.FieldName, err = requiredValue(get, "field_name"); err != nil {
 		return p, err
@@ -85,9 +96,14 @@ func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 }
 
 // ParsePrescriptionParams reads and validates the §4.3 query values through get.
-// Errors are 400s naming the parameter.
+// Errors are ErrInvalid naming the parameter.
 func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, error) {
-	var p PrescriptionParams
+	p, err := parsePrescriptionParams(get)
+	return p, zoneError(err)
+}
+
+func parsePrescriptionParams(get func(key string) string) (PrescriptionParams, error) {
+	p := PrescriptionParams{Sensor: strings.TrimSpace(get("sensor"))}
 	var err error
 	if p.FieldName, err = requiredValue(get, "field_name"); err != nil {
 		return p, err
@@ -108,10 +124,10 @@ func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, e
 	}
 	if d := strings.TrimSpace(get("date")); d != "" {
 		if p.Prescription.Type != zoning.NFertilizer {
-			return p, badRequest("%s: %s", "date", "only n_fertilizer takes a date; seeding uses the mean over the season's usable images")
+			return p, Invalid("%s: %s", "date", "only n_fertilizer takes a date; seeding uses the mean over the season's usable images")
 		}
 		if p.Date, err = time.Parse(time.DateOnly, d); err != nil {
-			return p, badRequest("date: %q is not a date YYYY-MM-DD", d)
+			return p, Invalid("date: %q is not a date YYYY-MM-DD", d)
 		}
 	}
 	if p.DstEPSG, err = parseDstCRS(get); err != nil {
@@ -130,7 +146,7 @@ func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, e
 func requiredValue(get func(string) string, key string) (string, error) {
 	v := strings.TrimSpace(get(key))
 	if v == "" {
-		return "", badRequest("%s: %s", key, "required")
+		return "", Invalid("%s: %s", key, "required")
 	}
 	return v, nil
 }
@@ -142,7 +158,7 @@ func parseZones(get func(string) string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > zoning.MaxZones {
-		return 0, badRequest("%s: %s", "n_zones", fmt.Sprintf("%q is not a whole number from 1 to %d", s, zoning.MaxZones))
+		return 0, Invalid("%s: %s", "n_zones", fmt.Sprintf("%q is not a whole number from 1 to %d", s, zoning.MaxZones))
 	}
 	return n, nil
 }
@@ -154,7 +170,7 @@ func parseDstCRS(get func(string) string) (int, error) {
 	}
 	code, err := crs.ParseEPSG(s)
 	if err != nil {
-		return 0, badRequest("%s: %s", "dst_crs", err.Error())
+		return 0, Invalid("%s: %s", "dst_crs", err.Error())
 	}
 	return code, nil
 }
@@ -162,7 +178,7 @@ func parseDstCRS(get func(string) string) (int, error) {
 func parseFormatParam(get func(string) string) (zoning.Format, error) {
 	f, err := zoning.ParseFormat(get("format"))
 	if err != nil {
-		return "", badRequest("%s: %s", "format", err.Error())
+		return "", Invalid("%s: %s", "format", err.Error())
 	}
 	return f, nil
 }
@@ -179,7 +195,7 @@ func parseRates(get func(string) string, typ zoning.PrescriptionType) (zoning.Pr
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return p, badRequest("%s: %s", r.key, fmt.Sprintf("%q is not a positive number", s))
+			return p, Invalid("%s: %s", r.key, fmt.Sprintf("%q is not a positive number", s))
 		}
 		*r.dst = v
 	}
@@ -196,7 +212,7 @@ func parseRates(get func(string) string, typ zoning.PrescriptionType) (zoning.Pr
 		case p.MaxRate != 0 && d.MaxRate < d.BaseRate:
 			param = "max_rate"
 		}
-		return p, badRequest("%s: %s", param, strings.TrimPrefix(err.Error(), zoning.ErrInvalidPrescription.Error()+": "))
+		return p, Invalid("%s: %s", param, strings.TrimPrefix(err.Error(), zoning.ErrInvalidPrescription.Error()+": "))
 	}
 	return p, nil
 }
@@ -208,7 +224,7 @@ func parseMinArea(get func(string) string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || v < 0 || v > 1000 {
-		return 0, badRequest("%s: %s", "min_area_ha", fmt.Sprintf("%q is not a number of hectares from 0 to 1000", s))
+		return 0, Invalid("%s: %s", "min_area_ha", fmt.Sprintf("%q is not a number of hectares from 0 to 1000", s))
 	}
 	if v == 0 {
 		return -1, nil // 0 asks for no sieve; Options treats 0 as the default
@@ -223,7 +239,7 @@ func parseSimplify(get func(string) string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || !(v >= 0) || v > 1000 {
-		return 0, badRequest("%s: %s", "simplify", fmt.Sprintf("%q is not a tolerance in metres from 0 to 1000", s))
+		return 0, Invalid("%s: %s", "simplify", fmt.Sprintf("%q is not a tolerance in metres from 0 to 1000", s))
 	}
 	return v, nil
 }

@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"modernc.org/sqlite" // the pure-Go SQLite driver "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
@@ -32,12 +33,12 @@ type sqliteStore struct {
 
 // OpenSQLite opens (creating it when create is set) the SQLite database at
 // path and migrates it to the current schema.
-func OpenSQLite(ctx context.Context, path string, create bool) (Store, error) {
+func OpenSQLite(ctx context.Context, path string, create bool) (archive.Store, error) {
 	if path == "" {
 		return nil, errors.New("open database: empty path")
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !create {
-		return nil, fmt.Errorf("open database %s: %w (no such database)", path, ErrNotFound)
+		return nil, fmt.Errorf("open database %s: %w (no such database)", path, archive.ErrNotFound)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -77,12 +78,12 @@ func OpenSQLite(ctx context.Context, path string, create bool) (Store, error) {
 func dbError(what string, err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
-		return fmt.Errorf("%s: %w: %w", what, ErrBusy, err)
+		return fmt.Errorf("%s: %w: %w", what, archive.ErrBusy, err)
 	}
 	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 		// A row referring to a field (season, product, upload) whose field
 		// was deleted meanwhile: the field is not found, not a server fault.
-		return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
+		return fmt.Errorf("%s: %w: %w", what, archive.ErrNotFound, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

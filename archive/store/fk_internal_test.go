@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/internal/testenv"
 )
 
@@ -18,15 +19,15 @@ func TestForeignKeyViolationIsNotFound(t *testing.T) {
 		name string
 		rows func(t *testing.T) *rowStore
 	}{
-		{"sqlite", func(t *testing.T) *rowStore { return &openTest(t, t.TempDir()).store.(*sqliteStore).rowStore }},
+		{"sqlite", func(t *testing.T) *rowStore { return &openTest(t, t.TempDir()).(*sqliteStore).rowStore }},
 		{"postgres", func(t *testing.T) *rowStore { return &openPG(t, testenv.Postgres(t)).(*pgStore).rowStore }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := tc.rows(t)
 			_, err := rs.db.ExecContext(ctx, rs.q(`INSERT INTO seasons (field_id, start_date, record) VALUES (?, ?, ?)`), 424242, "2018-01-01", "{}")
 			require.Error(t, err)
-			require.ErrorIs(t, rs.d.wrap("update seasons", err), ErrNotFound)
-			require.NotErrorIs(t, rs.d.wrap("update seasons", err), ErrBusy)
+			require.ErrorIs(t, rs.d.wrap("update seasons", err), archive.ErrNotFound)
+			require.NotErrorIs(t, rs.d.wrap("update seasons", err), archive.ErrBusy)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/internal/testenv"
 )
 
 // eachStore runs test on a new SQLite store and a new PostgreSQL store
 // (where testenv can start one): the flows of rowStore are written once and
 // must answer alike on both.
-func eachStore(t *testing.T, test func(t *testing.T, st Store)) {
+func eachStore(t *testing.T, test func(t *testing.T, st archive.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "cropkit.db"), true)
 		require.NoError(t, err)
@@ -54,14 +55,14 @@ func TestDBTimeScan(t *testing.T) {
 // Times are stored to the second (acquisitions to the microsecond), read in
 // UTC; names order bytewise; a token past its expiry is not found.
 func TestRowStoreTimesAndOrder(t *testing.T) {
-	eachStore(t, func(t *testing.T, st Store) {
+	eachStore(t, func(t *testing.T, st archive.Store) {
 		ctx := context.Background()
-		b, err := st.CreateUser(ctx, NewUser{Name: "b"}, "")
+		b, err := st.CreateUser(ctx, archive.NewUser{Name: "b"}, "")
 		require.NoError(t, err)
-		a, err := st.CreateUser(ctx, NewUser{Name: "a", Admin: true, Indices: []string{"ndvi"}}, "hash")
+		a, err := st.CreateUser(ctx, archive.NewUser{Name: "a", Admin: true, Indices: []string{"ndvi"}}, "hash")
 		require.NoError(t, err)
-		_, err = st.CreateUser(ctx, NewUser{Name: "a"}, "")
-		require.ErrorIs(t, err, ErrExists)
+		_, err = st.CreateUser(ctx, archive.NewUser{Name: "a"}, "")
+		require.ErrorIs(t, err, archive.ErrExists)
 
 		created := time.Date(2026, 5, 1, 12, 0, 0, 700000000, time.FixedZone("CEST", 7200))
 		expires := created.Add(time.Hour)
@@ -81,12 +82,12 @@ func TestRowStoreTimesAndOrder(t *testing.T) {
 		assert.Equal(t, a, u)
 		assert.Equal(t, toks[0].Created, tok.Created)
 		_, _, err = st.UserByToken(ctx, "h1", expires)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, archive.ErrNotFound)
 		n, err := st.RevokeTokens(ctx, a.ID, id)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 
-		for _, f := range []Field{{OwnerID: b.ID, Name: "x"}, {OwnerID: a.ID, Name: "a"}, {OwnerID: a.ID, Name: "Z"}} {
+		for _, f := range []archive.Field{{OwnerID: b.ID, Name: "x"}, {OwnerID: a.ID, Name: "a"}, {OwnerID: a.ID, Name: "Z"}} {
 			f.Geometry = testPoly
 			got, err := st.InsertField(ctx, f, 0)
 			require.NoError(t, err)
@@ -102,7 +103,7 @@ func TestRowStoreTimesAndOrder(t *testing.T) {
 		assert.Equal(t, []string{"a/Z", "a/a", "b/x"}, names)
 
 		dt := time.Date(2026, 5, 1, 10, 56, 29, 24123000, time.UTC)
-		require.NoError(t, st.RecordItem(ctx, SceneItem{Collection: "s2", ID: "i1", Datetime: dt, State: ItemIngested,
+		require.NoError(t, st.RecordItem(ctx, archive.SceneItem{Collection: "s2", ID: "i1", Datetime: dt, State: archive.ItemIngested,
 			IngestedAt: dt, Fields: map[int64]int64{fields[0].ID: 0}}))
 		it, err := st.SceneItem(ctx, "s2", "i1")
 		require.NoError(t, err)
@@ -120,18 +121,18 @@ func TestRowStoreTimesAndOrder(t *testing.T) {
 // Rows that are gone are ErrNotFound on both databases, including the
 // owner of a new field and the field of a seasons update.
 func TestRowStoreMissingRows(t *testing.T) {
-	eachStore(t, func(t *testing.T, st Store) {
+	eachStore(t, func(t *testing.T, st archive.Store) {
 		ctx := context.Background()
-		_, err := st.InsertField(ctx, Field{OwnerID: 99, Name: "f", Geometry: testPoly}, 0)
-		require.ErrorIs(t, err, ErrNotFound)
-		err = st.UpdateSeasons(ctx, 99, func(s []Season) ([]Season, error) {
-			return append(s, Season{StartDate: "2026-03-01", Record: json.RawMessage(`{}`)}), nil
+		_, err := st.InsertField(ctx, archive.Field{OwnerID: 99, Name: "f", Geometry: testPoly}, 0)
+		require.ErrorIs(t, err, archive.ErrNotFound)
+		err = st.UpdateSeasons(ctx, 99, func(s []archive.Season) ([]archive.Season, error) {
+			return append(s, archive.Season{StartDate: "2026-03-01", Record: json.RawMessage(`{}`)}), nil
 		})
-		require.ErrorIs(t, err, ErrNotFound)
-		require.ErrorIs(t, st.DeleteField(ctx, 99), ErrNotFound)
+		require.ErrorIs(t, err, archive.ErrNotFound)
+		require.ErrorIs(t, st.DeleteField(ctx, 99), archive.ErrNotFound)
 		_, err = st.FieldByID(ctx, 99)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, archive.ErrNotFound)
 		_, err = st.SceneItem(ctx, "s2", "none")
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, archive.ErrNotFound)
 	})
 }

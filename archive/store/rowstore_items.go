@@ -1,15 +1,17 @@
 // This file implements the catalogue watcher's Store methods, on both
 // databases (see rowStore).
 
-package archive
+package store
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cropkit/cropkit/archive"
 )
 
-func (s *rowStore) RecordItem(ctx context.Context, it SceneItem) error {
+func (s *rowStore) RecordItem(ctx context.Context, it archive.SceneItem) error {
 	what := fmt.Sprintf("record item %s", it.ID)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -40,14 +42,14 @@ func (s *rowStore) RecordItem(ctx context.Context, it SceneItem) error {
 const itemColumns = `i.collection, i.id, i.datetime, i.updated, i.source, i.state, i.error, i.ingested_at,
 	(SELECT count(*) FROM products p WHERE p.scene_id = i.id AND p.usable)`
 
-func (s *rowStore) scanItems(ctx context.Context, what, q string, args ...any) ([]SceneItem, error) {
+func (s *rowStore) scanItems(ctx context.Context, what, q string, args ...any) ([]archive.SceneItem, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, s.d.wrap(what, err)
 	}
-	var out []SceneItem
+	var out []archive.SceneItem
 	for rows.Next() {
-		var it SceneItem
+		var it archive.SceneItem
 		if err := rows.Scan(&it.Collection, &it.ID, dbTime{&it.Datetime}, &it.Updated, &it.Source, &it.State, &it.Error,
 			dbTime{&it.IngestedAt}, &it.Usable); err != nil {
 			rows.Close()
@@ -68,7 +70,7 @@ func (s *rowStore) scanItems(ctx context.Context, what, q string, args ...any) (
 	return out, nil
 }
 
-func (s *rowStore) itemFields(ctx context.Context, it *SceneItem) error {
+func (s *rowStore) itemFields(ctx context.Context, it *archive.SceneItem) error {
 	rows, err := s.rdb.QueryContext(ctx, s.q(`SELECT field_id, version FROM scene_item_fields WHERE collection = ? AND item_id = ?`),
 		it.Collection, it.ID)
 	if err != nil {
@@ -85,18 +87,18 @@ func (s *rowStore) itemFields(ctx context.Context, it *SceneItem) error {
 	return s.d.wrapOrNil("fields of item "+it.ID, rows.Err())
 }
 
-func (s *rowStore) SceneItem(ctx context.Context, collection, id string) (SceneItem, error) {
+func (s *rowStore) SceneItem(ctx context.Context, collection, id string) (archive.SceneItem, error) {
 	items, err := s.scanItems(ctx, "item "+id, `SELECT `+itemColumns+` FROM scene_items i WHERE i.collection = ? AND i.id = ?`, collection, id)
 	if err != nil {
-		return SceneItem{}, err
+		return archive.SceneItem{}, err
 	}
 	if len(items) == 0 {
-		return SceneItem{}, fmt.Errorf("item %s of %s: %w", id, collection, ErrNotFound)
+		return archive.SceneItem{}, fmt.Errorf("item %s of %s: %w", id, collection, archive.ErrNotFound)
 	}
 	return items[0], nil
 }
 
-func (s *rowStore) SceneItems(ctx context.Context, q ItemQuery) ([]SceneItem, error) {
+func (s *rowStore) SceneItems(ctx context.Context, q archive.ItemQuery) ([]archive.SceneItem, error) {
 	query := `SELECT ` + itemColumns + ` FROM scene_items i WHERE (? = '' OR i.collection = ?) ORDER BY i.datetime DESC, i.id` + s.d.collateC
 	args := []any{q.Collection, q.Collection}
 	if q.Limit > 0 {
@@ -109,7 +111,7 @@ func (s *rowStore) SceneItems(ctx context.Context, q ItemQuery) ([]SceneItem, er
 func (s *rowStore) NewestItem(ctx context.Context, collection string) (time.Time, error) {
 	var t time.Time // zero when the collection has no ingested item (NULL)
 	err := s.rdb.QueryRowContext(ctx, s.q(`SELECT max(datetime) FROM scene_items WHERE collection = ? AND state = ?`),
-		collection, ItemIngested).Scan(dbTime{&t})
+		collection, archive.ItemIngested).Scan(dbTime{&t})
 	if err != nil {
 		return time.Time{}, s.d.wrap("newest item", err)
 	}

@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/webhook/pgstore"
 )
 
@@ -130,7 +131,7 @@ var pgMigrations = []string{
 // the current schema. Migrations need no superuser rights (the role must be
 // allowed to create tables, as a database's owner is) and run once however
 // many processes start together on an empty database.
-func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
+func OpenPostgres(ctx context.Context, dsn string) (archive.Store, error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -170,9 +171,9 @@ func pgError(what string, err error) error {
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case "40001", "40P01", "55P03", "57014", "53300":
-			return fmt.Errorf("%s: %w: %w", what, ErrBusy, err)
+			return fmt.Errorf("%s: %w: %w", what, archive.ErrBusy, err)
 		case "23503": // foreign_key_violation: the referred field was deleted meanwhile
-			return fmt.Errorf("%s: %w: %w", what, ErrNotFound, err)
+			return fmt.Errorf("%s: %w: %w", what, archive.ErrNotFound, err)
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)

@@ -1,4 +1,4 @@
-package archive
+package blobs
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // all succeed and leave their file.
 func TestDirBlobsPutRacesDelete(t *testing.T) {
 	ctx := context.Background()
-	d := DirBlobs{Root: t.TempDir()}
+	d := Dir{Root: t.TempDir()}
 	for _, tc := range []struct {
 		name      string
 		putKey    func(i int) string

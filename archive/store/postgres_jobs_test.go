@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestPostgresJobsDriverConcurrentStarts(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { _, closers[i], errs[i] = (&Archive{store: stores[i]}).JobsDriver(ctx) })
+		wg.Go(func() { _, closers[i], errs[i] = JobsDriver(ctx, stores[i]) })
 	}
 	wg.Wait()
 	for i := range n {

@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/webhook"
 )
 
 var testPoly = orb.MultiPolygon{{{{4.06, 50.74}, {4.07, 50.74}, {4.07, 50.75}, {4.06, 50.74}}}}
 
-func openPG(t *testing.T, dsn string) Store {
+func openPG(t *testing.T, dsn string) archive.Store {
 	t.Helper()
 	st, err := OpenPostgres(context.Background(), dsn)
 	require.NoError(t, err)
@@ -30,7 +31,7 @@ func openPG(t *testing.T, dsn string) Store {
 func TestPostgresConcurrentMigrations(t *testing.T) {
 	dsn := testenv.Postgres(t)
 	const n = 4
-	stores := make([]Store, n)
+	stores := make([]archive.Store, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -54,7 +55,7 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"archive": len(pgMigrations), "webhook": 2}, got)
 	// Reopening migrates nothing and keeps data.
-	u, err := stores[1].CreateUser(context.Background(), NewUser{Name: "u"}, "")
+	u, err := stores[1].CreateUser(context.Background(), archive.NewUser{Name: "u"}, "")
 	require.NoError(t, err)
 	again := openPG(t, dsn)
 	u2, err := again.UserByName(context.Background(), "u")
@@ -68,19 +69,19 @@ func TestPostgresFieldNameRace(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
 	a, b := openPG(t, dsn), openPG(t, dsn)
-	u, err := a.CreateUser(ctx, NewUser{Name: "u"}, "")
+	u, err := a.CreateUser(ctx, archive.NewUser{Name: "u"}, "")
 	require.NoError(t, err)
 	for round := range 20 {
 		name := fmt.Sprintf("f%d", round)
 		var wg sync.WaitGroup
 		var errA, errB error
-		wg.Go(func() { _, errA = a.InsertField(ctx, Field{OwnerID: u.ID, Name: name, Geometry: testPoly}, 0) })
-		wg.Go(func() { _, errB = b.InsertField(ctx, Field{OwnerID: u.ID, Name: name, Geometry: testPoly}, 0) })
+		wg.Go(func() { _, errA = a.InsertField(ctx, archive.Field{OwnerID: u.ID, Name: name, Geometry: testPoly}, 0) })
+		wg.Go(func() { _, errB = b.InsertField(ctx, archive.Field{OwnerID: u.ID, Name: name, Geometry: testPoly}, 0) })
 		wg.Wait()
 		if errA == nil {
-			require.ErrorIs(t, errB, ErrExists, "round %d", round)
+			require.ErrorIs(t, errB, archive.ErrExists, "round %d", round)
 		} else {
-			require.ErrorIs(t, errA, ErrExists, "round %d", round)
+			require.ErrorIs(t, errA, archive.ErrExists, "round %d", round)
 			require.NoError(t, errB, "round %d", round)
 		}
 	}
@@ -93,15 +94,15 @@ func TestPostgresFieldNameRace(t *testing.T) {
 func TestPostgresQuotaUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
-	stores := []Store{openPG(t, dsn), openPG(t, dsn)}
-	u, err := stores[0].CreateUser(ctx, NewUser{Name: "u"}, "")
+	stores := []archive.Store{openPG(t, dsn), openPG(t, dsn)}
+	u, err := stores[0].CreateUser(ctx, archive.NewUser{Name: "u"}, "")
 	require.NoError(t, err)
 	const max, tries = 5, 24
 	errs := make([]error, tries)
 	var wg sync.WaitGroup
 	for i := range tries {
 		wg.Go(func() {
-			_, errs[i] = stores[i%2].InsertField(ctx, Field{OwnerID: u.ID, Name: fmt.Sprintf("f%d", i), Geometry: testPoly}, max)
+			_, errs[i] = stores[i%2].InsertField(ctx, archive.Field{OwnerID: u.ID, Name: fmt.Sprintf("f%d", i), Geometry: testPoly}, max)
 		})
 	}
 	wg.Wait()
@@ -110,7 +111,7 @@ func TestPostgresQuotaUnderConcurrency(t *testing.T) {
 		if err == nil {
 			ok++
 		} else {
-			require.ErrorIs(t, err, ErrQuota)
+			require.ErrorIs(t, err, archive.ErrQuota)
 		}
 	}
 	assert.Equal(t, max, ok)
@@ -124,10 +125,10 @@ func TestPostgresQuotaUnderConcurrency(t *testing.T) {
 func TestPostgresStore(t *testing.T) {
 	ctx := context.Background()
 	st := openPG(t, testenv.Postgres(t))
-	u, err := st.CreateUser(ctx, NewUser{Name: "u", Indices: []string{"ndvi"}}, "hash")
+	u, err := st.CreateUser(ctx, archive.NewUser{Name: "u", Indices: []string{"ndvi"}}, "hash")
 	require.NoError(t, err)
-	_, err = st.CreateUser(ctx, NewUser{Name: "u"}, "")
-	require.ErrorIs(t, err, ErrExists)
+	_, err = st.CreateUser(ctx, archive.NewUser{Name: "u"}, "")
+	require.ErrorIs(t, err, archive.ErrExists)
 	got, hash, err := st.PasswordHash(ctx, "u")
 	require.NoError(t, err)
 	assert.Equal(t, "hash", hash)
@@ -146,7 +147,7 @@ func TestPostgresStore(t *testing.T) {
 	assert.Equal(t, u.ID, tu.ID)
 	assert.Equal(t, id, tok.ID)
 	_, _, err = st.UserByToken(ctx, "h1", now.Add(2*time.Hour))
-	require.ErrorIs(t, err, ErrNotFound, "expired")
+	require.ErrorIs(t, err, archive.ErrNotFound, "expired")
 	toks, err := st.Tokens(ctx, u.ID)
 	require.NoError(t, err)
 	require.Len(t, toks, 2)
@@ -155,7 +156,7 @@ func TestPostgresStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, revoked)
 
-	f, err := st.InsertField(ctx, Field{OwnerID: u.ID, Name: "f", Labels: map[string]string{"crop": "wheat"}, Indices: []string{"ndvi"}, Geometry: testPoly}, 0)
+	f, err := st.InsertField(ctx, archive.Field{OwnerID: u.ID, Name: "f", Labels: map[string]string{"crop": "wheat"}, Indices: []string{"ndvi"}, Geometry: testPoly}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "u", f.Owner)
 	assert.Equal(t, map[string]string{"crop": "wheat"}, f.Labels)
@@ -165,20 +166,20 @@ func TestPostgresStore(t *testing.T) {
 	in, err := st.FieldsIntersecting(ctx, orb.Bound{Min: orb.Point{4, 50}, Max: orb.Point{5, 51}})
 	require.NoError(t, err)
 	assert.Len(t, in, 1)
-	require.NoError(t, st.UpdateSeasons(ctx, f.ID, func([]Season) ([]Season, error) {
-		return []Season{{StartDate: "2019-03-01", Record: []byte(`{"crop":"wheat"}`)}}, nil
+	require.NoError(t, st.UpdateSeasons(ctx, f.ID, func([]archive.Season) ([]archive.Season, error) {
+		return []archive.Season{{StartDate: "2019-03-01", Record: []byte(`{"crop":"wheat"}`)}}, nil
 	}))
 	seasons, err := st.Seasons(ctx, f.ID)
 	require.NoError(t, err)
-	assert.Equal(t, []Season{{StartDate: "2019-03-01", Record: []byte(`{"crop":"wheat"}`)}}, seasons)
+	assert.Equal(t, []archive.Season{{StartDate: "2019-03-01", Record: []byte(`{"crop":"wheat"}`)}}, seasons)
 
 	_, err = st.Webhooks().RegisterLimit(ctx, "u", "https://farm.example.com/hook", 0)
 	require.NoError(t, err)
-	record := func(digest string, mean float64) RecordResult {
-		p := Product{FieldID: f.ID, Index: "ndvi", Date: "2019-06-20", Usable: true, Mean: mean, Bundle: "products/x-" + digest, Digest: digest, IngestedAt: time.Now()}
-		res, err := st.RecordProducts(ctx, ProductRecord{Field: f, Date: p.Date, Products: []Product{p},
-			Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
-				return notification(f, changed, prev)
+	record := func(digest string, mean float64) archive.RecordResult {
+		p := archive.Product{FieldID: f.ID, Index: "ndvi", Date: "2019-06-20", Usable: true, Mean: mean, Bundle: "products/x-" + digest, Digest: digest, IngestedAt: time.Now()}
+		res, err := st.RecordProducts(ctx, archive.ProductRecord{Field: f, Date: p.Date, Products: []archive.Product{p},
+			Notify: func(changed []archive.Product, prev map[string]archive.Product) webhook.Payload {
+				return archive.Notification(f, changed, prev)
 			}})
 		require.NoError(t, err)
 		return res
@@ -190,7 +191,7 @@ func TestPostgresStore(t *testing.T) {
 	res = record("bbb", 0.6)
 	assert.Equal(t, 1, res.Notified, "changed values")
 	assert.Equal(t, []string{"products/x-aaa"}, res.Replaced)
-	ps, err := st.Products(ctx, ProductQuery{FieldID: f.ID, UsableOnly: true})
+	ps, err := st.Products(ctx, archive.ProductQuery{FieldID: f.ID, UsableOnly: true})
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	assert.InDelta(t, 0.6, ps[0].Mean, 1e-12)
@@ -207,16 +208,16 @@ func TestPostgresStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"products/x-bbb"}, dropped)
 	assert.Equal(t, f.Version+1, f2.Version)
-	_, err = st.RecordProducts(ctx, ProductRecord{Field: f, Date: "2019-06-21"})
-	require.ErrorIs(t, err, ErrFieldChanged)
+	_, err = st.RecordProducts(ctx, archive.ProductRecord{Field: f, Date: "2019-06-21"})
+	require.ErrorIs(t, err, archive.ErrFieldChanged)
 
-	require.NoError(t, st.RecordScene(ctx, SceneRecord{ID: "S2A_1", Source: "/scenes/1", Date: "2019-06-20", Bound: orb.Bound{Min: orb.Point{4, 50}, Max: orb.Point{5, 51}}}))
+	require.NoError(t, st.RecordScene(ctx, archive.SceneRecord{ID: "S2A_1", Source: "/scenes/1", Date: "2019-06-20", Bound: orb.Bound{Min: orb.Point{4, 50}, Max: orb.Point{5, 51}}}))
 	scenes, err := st.ScenesIntersecting(ctx, orb.Bound{Min: orb.Point{4.5, 50.5}, Max: orb.Point{4.6, 50.6}}, "2019-06-01", "")
 	require.NoError(t, err)
 	require.Len(t, scenes, 1)
 	assert.Equal(t, "/scenes/1", scenes[0].Source)
 	require.NoError(t, st.DeleteField(ctx, f.ID))
-	require.ErrorIs(t, st.DeleteField(ctx, f.ID), ErrNotFound)
+	require.ErrorIs(t, st.DeleteField(ctx, f.ID), archive.ErrNotFound)
 }
 
 // Two archives recording the same field's date with the same content at
@@ -225,28 +226,28 @@ func TestPostgresRecordOnceAcrossStores(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.Postgres(t)
 	a, b := openPG(t, dsn), openPG(t, dsn)
-	u, err := a.CreateUser(ctx, NewUser{Name: "u"}, "")
+	u, err := a.CreateUser(ctx, archive.NewUser{Name: "u"}, "")
 	require.NoError(t, err)
 	_, err = a.Webhooks().RegisterLimit(ctx, "u", "https://farm.example.com/hook", 0)
 	require.NoError(t, err)
-	f, err := a.InsertField(ctx, Field{OwnerID: u.ID, Name: "f", Geometry: testPoly}, 0)
+	f, err := a.InsertField(ctx, archive.Field{OwnerID: u.ID, Name: "f", Geometry: testPoly}, 0)
 	require.NoError(t, err)
 	const rounds = 10
 	for r := range rounds {
 		date := fmt.Sprintf("2019-06-%02d", r+1)
 		var wg sync.WaitGroup
-		res := make([]RecordResult, 2)
+		res := make([]archive.RecordResult, 2)
 		errs := make([]error, 2)
-		for i, st := range []Store{a, b} {
+		for i, st := range []archive.Store{a, b} {
 			wg.Go(func() {
-				var ps []Product
+				var ps []archive.Product
 				for _, idx := range []string{"ndvi", "ndre"} {
-					ps = append(ps, Product{FieldID: f.ID, Index: idx, Date: date, Usable: true, Mean: 0.5,
+					ps = append(ps, archive.Product{FieldID: f.ID, Index: idx, Date: date, Usable: true, Mean: 0.5,
 						Bundle: fmt.Sprintf("products/%d/%s-%d.zip", f.ID, date, i), Digest: "same", IngestedAt: time.Now()})
 				}
-				res[i], errs[i] = st.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Products: ps,
-					Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
-						return notification(f, changed, prev)
+				res[i], errs[i] = st.RecordProducts(ctx, archive.ProductRecord{Field: f, Date: date, Products: ps,
+					Notify: func(changed []archive.Product, prev map[string]archive.Product) webhook.Payload {
+						return archive.Notification(f, changed, prev)
 					}})
 			})
 		}
@@ -260,7 +261,7 @@ func TestPostgresRecordOnceAcrossStores(t *testing.T) {
 	ds, err := a.Webhooks().Deliveries(ctx, "u", 100)
 	require.NoError(t, err)
 	assert.Len(t, ds, rounds)
-	ps, err := b.Products(ctx, ProductQuery{FieldID: f.ID})
+	ps, err := b.Products(ctx, archive.ProductQuery{FieldID: f.ID})
 	require.NoError(t, err)
 	assert.Len(t, ps, 2*rounds)
 }

@@ -1,7 +1,6 @@
-package archive
+package blobs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,49 +9,27 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"github.com/cropkit/cropkit/archive"
 )
 
-// Blobs holds the archive's files (product bundles, uploads) by key, a
-// slash-separated relative path. Put is atomic: readers see the old content
-// or the new, never part. DirBlobs is the local implementation; object
-// storage implements the same interface.
-type Blobs interface {
-	Put(ctx context.Context, key string, data []byte) error
-	// Get returns ErrNotFound (wrapped) for a missing key.
-	Get(ctx context.Context, key string) ([]byte, error)
-	// Delete removes key; a missing key is not an error.
-	Delete(ctx context.Context, key string) error
-	// List calls fn for every key under prefix (and for leftover temporary
-	// files, whose Temp is set).
-	List(ctx context.Context, prefix string, fn func(BlobInfo) error) error
-}
-
-// BlobInfo describes one listed blob.
-type BlobInfo struct {
-	Key     string
-	ModTime time.Time
-	// Temp marks an unfinished write (a crash between write and rename).
-	Temp bool
-}
-
-// DirBlobs stores blobs as files under a directory.
-type DirBlobs struct {
+// Dir stores blobs as files under a directory.
+type Dir struct {
 	Root string
 }
 
 const tempMark = ".tmp-"
 
-func (d DirBlobs) path(key string) (string, error) {
+func (d Dir) path(key string) (string, error) {
 	if key == "" || strings.Contains(key, "..") || strings.HasPrefix(key, "/") || strings.Contains(key, "\\") {
-		return "", fmt.Errorf("blob key %q: %w", key, ErrInvalid)
+		return "", fmt.Errorf("blob key %q: %w", key, archive.ErrInvalid)
 	}
 	return filepath.Join(d.Root, filepath.FromSlash(key)), nil
 }
 
 // Put writes data to a synced temporary file beside the key's file and
 // renames it over that file.
-func (d DirBlobs) Put(ctx context.Context, key string, data []byte) error {
+func (d Dir) Put(ctx context.Context, key string, data []byte) error {
 	p, err := d.path(key)
 	if err != nil {
 		return err
@@ -103,14 +80,14 @@ func createTemp(dir, pattern string) (*os.File, error) {
 }
 
 // Get reads the key's file.
-func (d DirBlobs) Get(ctx context.Context, key string) ([]byte, error) {
+func (d Dir) Get(ctx context.Context, key string) ([]byte, error) {
 	p, err := d.path(key)
 	if err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		return nil, fmt.Errorf("blob %s: %w", key, archive.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", key, err)
@@ -119,7 +96,7 @@ func (d DirBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // Delete removes the key's file and the directories it leaves empty.
-func (d DirBlobs) Delete(ctx context.Context, key string) error {
+func (d Dir) Delete(ctx context.Context, key string) error {
 	p, err := d.path(key)
 	if err != nil {
 		return err
@@ -136,7 +113,7 @@ func (d DirBlobs) Delete(ctx context.Context, key string) error {
 }
 
 // List walks the files under prefix.
-func (d DirBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo) error) error {
+func (d Dir) List(ctx context.Context, prefix string, fn func(archive.BlobInfo) error) error {
 	root, err := d.path(prefix)
 	if err != nil {
 		return err
@@ -162,7 +139,7 @@ func (d DirBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo) err
 		if err != nil {
 			return err
 		}
-		return fn(BlobInfo{Key: filepath.ToSlash(rel), ModTime: info.ModTime(), Temp: strings.HasPrefix(e.Name(), ".")})
+		return fn(archive.BlobInfo{Key: filepath.ToSlash(rel), ModTime: info.ModTime(), Temp: strings.HasPrefix(e.Name(), ".")})
 	})
 	if err != nil {
 		return fmt.Errorf("list %s: %w", prefix, err)
@@ -170,23 +147,15 @@ func (d DirBlobs) List(ctx context.Context, prefix string, fn func(BlobInfo) err
 	return nil
 }
 
-// BlobOpener is implemented by Blobs that can read part of a blob (a file,
-// an object with ranged reads): a download reads one member of a bundle
-// without reading the rest.
-type BlobOpener interface {
-	// Open returns the blob as an io.ReaderAt of size bytes; close it after.
-	Open(ctx context.Context, key string) (r io.ReaderAt, size int64, closer io.Closer, err error)
-}
-
 // Open opens the key's file for reading at offsets.
-func (d DirBlobs) Open(ctx context.Context, key string) (io.ReaderAt, int64, io.Closer, error) {
+func (d Dir) Open(ctx context.Context, key string) (io.ReaderAt, int64, io.Closer, error) {
 	p, err := d.path(key)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, archive.ErrNotFound)
 	}
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, err)
@@ -197,18 +166,4 @@ func (d DirBlobs) Open(ctx context.Context, key string) (io.ReaderAt, int64, io.
 		return nil, 0, nil, fmt.Errorf("blob %s: %w", key, err)
 	}
 	return f, st.Size(), f, nil
-}
-
-// openBlob opens key for reading at offsets: through BlobOpener when the
-// blobs offer it (a zip member or directory is read without the rest),
-// else from the whole blob in memory.
-func (a *Archive) openBlob(ctx context.Context, key string) (io.ReaderAt, int64, io.Closer, error) {
-	if o, ok := a.blobs.(BlobOpener); ok {
-		return o.Open(ctx, key)
-	}
-	data, err := a.blobs.Get(ctx, key)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	return bytes.NewReader(data), int64(len(data)), io.NopCloser(nil), nil
 }

@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
@@ -120,7 +121,7 @@ type rowStore struct {
 	prepared func(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-func (s *rowStore) Webhooks() Outbox { return s.hooks }
+func (s *rowStore) Webhooks() archive.Outbox { return s.hooks }
 
 // q is query in the store's dialect.
 func (s *rowStore) q(query string) string { return s.d.rebind(query) }
@@ -149,7 +150,7 @@ func (s *rowStore) read(ctx context.Context, query string, args ...any) (*sql.Ro
 	return st.QueryContext(ctx, args...)
 }
 
-func (s *rowStore) CreateUser(ctx context.Context, u NewUser, passwordHash string) (User, error) {
+func (s *rowStore) CreateUser(ctx context.Context, u archive.NewUser, passwordHash string) (archive.User, error) {
 	admin := 0
 	if u.Admin {
 		admin = 1
@@ -160,37 +161,37 @@ func (s *rowStore) CreateUser(ctx context.Context, u NewUser, passwordHash strin
 		 ON CONFLICT (name) DO NOTHING RETURNING id`),
 		u.Name, passwordHash, admin, joinList(u.Indices), s.d.stamp(time.Now())).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, fmt.Errorf("create user %s: %w", u.Name, ErrExists)
+		return archive.User{}, fmt.Errorf("create user %s: %w", u.Name, archive.ErrExists)
 	}
 	if err != nil {
-		return User{}, s.d.wrap("create user "+u.Name, err)
+		return archive.User{}, s.d.wrap("create user "+u.Name, err)
 	}
-	return User{ID: id, Name: u.Name, Admin: u.Admin, Indices: u.Indices}, nil
+	return archive.User{ID: id, Name: u.Name, Admin: u.Admin, Indices: u.Indices}, nil
 }
 
 const userColumns = `u.id, u.name, u.is_admin, u.indices`
 
-func scanUser(row interface{ Scan(...any) error }, extra ...any) (User, error) {
+func scanUser(row interface{ Scan(...any) error }, extra ...any) (archive.User, error) {
 	var (
-		u       User
+		u       archive.User
 		admin   int
 		indices string
 	)
 	if err := row.Scan(append([]any{&u.ID, &u.Name, &admin, &indices}, extra...)...); err != nil {
-		return User{}, err
+		return archive.User{}, err
 	}
 	u.Admin = admin != 0
 	u.Indices = splitList(indices)
 	return u, nil
 }
 
-func (s *rowStore) UserByName(ctx context.Context, name string) (User, error) {
+func (s *rowStore) UserByName(ctx context.Context, name string) (archive.User, error) {
 	u, err := scanUser(s.rdb.QueryRowContext(ctx, s.q(`SELECT `+userColumns+` FROM users u WHERE u.name = ?`), name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, fmt.Errorf("user %q: %w", name, ErrNotFound)
+		return archive.User{}, fmt.Errorf("user %q: %w", name, archive.ErrNotFound)
 	}
 	if err != nil {
-		return User{}, s.d.wrap(fmt.Sprintf("user %q", name), err)
+		return archive.User{}, s.d.wrap(fmt.Sprintf("user %q", name), err)
 	}
 	return u, nil
 }
@@ -203,14 +204,14 @@ func (s *rowStore) CountUsers(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (s *rowStore) PasswordHash(ctx context.Context, name string) (User, string, error) {
+func (s *rowStore) PasswordHash(ctx context.Context, name string) (archive.User, string, error) {
 	var hash string
 	u, err := scanUser(s.rdb.QueryRowContext(ctx, s.q(`SELECT `+userColumns+`, u.password_hash FROM users u WHERE u.name = ?`), name), &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, "", fmt.Errorf("user %q: %w", name, ErrNotFound)
+		return archive.User{}, "", fmt.Errorf("user %q: %w", name, archive.ErrNotFound)
 	}
 	if err != nil {
-		return User{}, "", s.d.wrap(fmt.Sprintf("user %q", name), err)
+		return archive.User{}, "", s.d.wrap(fmt.Sprintf("user %q", name), err)
 	}
 	return u, hash, nil
 }
@@ -229,35 +230,35 @@ func (s *rowStore) InsertToken(ctx context.Context, userID int64, hash string, c
 	return id, nil
 }
 
-func (s *rowStore) UserByToken(ctx context.Context, hash string, at time.Time) (User, Token, error) {
+func (s *rowStore) UserByToken(ctx context.Context, hash string, at time.Time) (archive.User, archive.Token, error) {
 	row, err := s.readRow(ctx, `SELECT `+userColumns+`, t.`+s.d.tokenID+`, t.created_at, t.expires_at
 		FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`, hash)
 	if err != nil {
-		return User{}, Token{}, s.d.wrap("token", err)
+		return archive.User{}, archive.Token{}, s.d.wrap("token", err)
 	}
-	var tok Token
+	var tok archive.Token
 	u, err := scanUser(row, &tok.ID, dbTime{&tok.Created}, dbTime{&tok.Expires})
 	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, Token{}, fmt.Errorf("token: %w", ErrNotFound)
+		return archive.User{}, archive.Token{}, fmt.Errorf("token: %w", archive.ErrNotFound)
 	}
 	if err != nil {
-		return User{}, Token{}, s.d.wrap("token", err)
+		return archive.User{}, archive.Token{}, s.d.wrap("token", err)
 	}
 	if !tok.Expires.IsZero() && !at.Before(tok.Expires) {
-		return User{}, Token{}, fmt.Errorf("token expired at %s: %w", rfc3339(tok.Expires), ErrNotFound)
+		return archive.User{}, archive.Token{}, fmt.Errorf("token expired at %s: %w", rfc3339(tok.Expires), archive.ErrNotFound)
 	}
 	return u, tok, nil
 }
 
-func (s *rowStore) Tokens(ctx context.Context, userID int64) ([]Token, error) {
+func (s *rowStore) Tokens(ctx context.Context, userID int64) ([]archive.Token, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.q(`SELECT `+s.d.tokenID+`, created_at, expires_at FROM tokens WHERE user_id = ? ORDER BY `+s.d.tokenID), userID)
 	if err != nil {
 		return nil, s.d.wrap("tokens", err)
 	}
 	defer rows.Close()
-	out := []Token{}
+	out := []archive.Token{}
 	for rows.Next() {
-		var t Token
+		var t archive.Token
 		if err := rows.Scan(&t.ID, dbTime{&t.Created}, dbTime{&t.Expires}); err != nil {
 			return nil, s.d.wrap("tokens", err)
 		}
@@ -280,21 +281,6 @@ func (s *rowStore) RevokeTokens(ctx context.Context, userID, id int64) (int, err
 	return int(n), nil
 }
 
-// geometryJSON is a GeoJSON MultiPolygon.
-type geometryJSON struct {
-	Type        string           `json:"type"`
-	Coordinates orb.MultiPolygon `json:"coordinates"`
-}
-
-// EncodeGeometry is the stored (and answered) GeoJSON of a field outline.
-func EncodeGeometry(mp orb.MultiPolygon) (string, error) {
-	b, err := json.Marshal(geometryJSON{Type: "MultiPolygon", Coordinates: mp})
-	if err != nil {
-		return "", fmt.Errorf("encode geometry: %w", err)
-	}
-	return string(b), nil
-}
-
 func nonNilLabels(l map[string]string) map[string]string {
 	if l == nil {
 		return map[string]string{}
@@ -306,38 +292,38 @@ func nonNilLabels(l map[string]string) map[string]string {
 // insertions for one account (from any process) then count and insert one
 // after the other, so the quota holds, and the unique (user_id, name) index
 // refuses a second field of the same name.
-func (s *rowStore) InsertField(ctx context.Context, f Field, maxPerUser int) (Field, error) {
-	geom, err := EncodeGeometry(f.Geometry)
+func (s *rowStore) InsertField(ctx context.Context, f archive.Field, maxPerUser int) (archive.Field, error) {
+	geom, err := archive.EncodeGeometry(f.Geometry)
 	if err != nil {
-		return Field{}, err
+		return archive.Field{}, err
 	}
 	labels, err := json.Marshal(nonNilLabels(f.Labels))
 	if err != nil {
-		return Field{}, fmt.Errorf("encode labels: %w", err)
+		return archive.Field{}, fmt.Errorf("encode labels: %w", err)
 	}
 	b := f.Geometry.Bound()
 	ts := s.d.stamp(time.Now())
 	what := fmt.Sprintf("insert field %q", f.Name)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return Field{}, s.d.wrap(what, err)
+		return archive.Field{}, s.d.wrap(what, err)
 	}
 	defer tx.Rollback()
 	var owner int64
 	err = tx.QueryRowContext(ctx, s.q(`SELECT id FROM users WHERE id = ?`+s.d.forUpdate), f.OwnerID).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Field{}, fmt.Errorf("%s: user %d: %w", what, f.OwnerID, ErrNotFound)
+		return archive.Field{}, fmt.Errorf("%s: user %d: %w", what, f.OwnerID, archive.ErrNotFound)
 	}
 	if err != nil {
-		return Field{}, s.d.wrap(what, err)
+		return archive.Field{}, s.d.wrap(what, err)
 	}
 	if maxPerUser > 0 {
 		var n int
 		if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM fields WHERE user_id = ?`), f.OwnerID).Scan(&n); err != nil {
-			return Field{}, s.d.wrap(what, err)
+			return archive.Field{}, s.d.wrap(what, err)
 		}
 		if n >= maxPerUser {
-			return Field{}, fmt.Errorf("field %q: %d fields: %w", f.Name, n, ErrQuota)
+			return archive.Field{}, fmt.Errorf("field %q: %d fields: %w", f.Name, n, archive.ErrQuota)
 		}
 	}
 	var id int64
@@ -346,10 +332,10 @@ func (s *rowStore) InsertField(ctx context.Context, f Field, maxPerUser int) (Fi
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, name) DO NOTHING RETURNING id`),
 		f.OwnerID, f.Name, f.Group, string(labels), joinList(f.Indices), geom, b.Min[0], b.Min[1], b.Max[0], b.Max[1], ts, ts).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Field{}, fmt.Errorf("field %q: %w", f.Name, ErrExists)
+		return archive.Field{}, fmt.Errorf("field %q: %w", f.Name, archive.ErrExists)
 	}
 	if err != nil {
-		return Field{}, s.d.wrap(what, err)
+		return archive.Field{}, s.d.wrap(what, err)
 	}
 	// Read the row back inside the transaction: read after the commit, a
 	// concurrent delete could remove it first, and a registration that
@@ -357,28 +343,28 @@ func (s *rowStore) InsertField(ctx context.Context, f Field, maxPerUser int) (Fi
 	inserted, err := s.oneField(tx.QueryRowContext(ctx, s.q(
 		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.id = ?`), id), strconv.Quote(f.Name))
 	if err != nil {
-		return Field{}, fmt.Errorf("%s: read back: %w", what, err)
+		return archive.Field{}, fmt.Errorf("%s: read back: %w", what, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Field{}, s.d.wrap(what, err)
+		return archive.Field{}, s.d.wrap(what, err)
 	}
 	return inserted, nil
 }
 
-func (s *rowStore) UpdateField(ctx context.Context, f Field, newOutline bool) (Field, []string, error) {
-	geom, err := EncodeGeometry(f.Geometry)
+func (s *rowStore) UpdateField(ctx context.Context, f archive.Field, newOutline bool) (archive.Field, []string, error) {
+	geom, err := archive.EncodeGeometry(f.Geometry)
 	if err != nil {
-		return Field{}, nil, err
+		return archive.Field{}, nil, err
 	}
 	labels, err := json.Marshal(nonNilLabels(f.Labels))
 	if err != nil {
-		return Field{}, nil, fmt.Errorf("encode labels: %w", err)
+		return archive.Field{}, nil, fmt.Errorf("encode labels: %w", err)
 	}
 	b := f.Geometry.Bound()
 	what := fmt.Sprintf("update field %q", f.Name)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return Field{}, nil, s.d.wrap(what, err)
+		return archive.Field{}, nil, s.d.wrap(what, err)
 	}
 	defer tx.Rollback()
 	bump := 0
@@ -389,35 +375,35 @@ func (s *rowStore) UpdateField(ctx context.Context, f Field, newOutline bool) (F
 		min_lon = ?, min_lat = ?, max_lon = ?, max_lat = ?, updated_at = ?, geom_version = geom_version + ? WHERE id = ?`),
 		f.Group, string(labels), joinList(f.Indices), geom, b.Min[0], b.Min[1], b.Max[0], b.Max[1], s.d.stamp(time.Now()), bump, f.ID)
 	if err != nil {
-		return Field{}, nil, s.d.wrap(what, err)
+		return archive.Field{}, nil, s.d.wrap(what, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return Field{}, nil, fmt.Errorf("field %q: %w", f.Name, ErrNotFound)
+		return archive.Field{}, nil, fmt.Errorf("field %q: %w", f.Name, archive.ErrNotFound)
 	}
 	var dropped []string
 	if newOutline {
 		rows, err := tx.QueryContext(ctx, s.q(`SELECT DISTINCT bundle FROM products WHERE field_id = ? AND bundle != ''`), f.ID)
 		if err != nil {
-			return Field{}, nil, s.d.wrap(what, err)
+			return archive.Field{}, nil, s.d.wrap(what, err)
 		}
 		for rows.Next() {
 			var k string
 			if err := rows.Scan(&k); err != nil {
 				rows.Close()
-				return Field{}, nil, s.d.wrap(what, err)
+				return archive.Field{}, nil, s.d.wrap(what, err)
 			}
 			dropped = append(dropped, k)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return Field{}, nil, s.d.wrap(what, err)
+			return archive.Field{}, nil, s.d.wrap(what, err)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM products WHERE field_id = ?`), f.ID); err != nil {
-			return Field{}, nil, s.d.wrap(what+": drop products", err)
+			return archive.Field{}, nil, s.d.wrap(what+": drop products", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return Field{}, nil, s.d.wrap(what, err)
+		return archive.Field{}, nil, s.d.wrap(what, err)
 	}
 	updated, err := s.FieldByID(ctx, f.ID)
 	return updated, dropped, err
@@ -429,29 +415,29 @@ func (s *rowStore) DeleteField(ctx context.Context, id int64) error {
 		return s.d.wrap(fmt.Sprintf("delete field %d", id), err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("field %d: %w", id, ErrNotFound)
+		return fmt.Errorf("field %d: %w", id, archive.ErrNotFound)
 	}
 	return nil
 }
 
 const fieldColumns = `f.id, f.user_id, u.name, f.name, f.grp, f.labels, f.indices, f.geometry, f.created_at, f.updated_at, f.geom_version`
 
-func scanField(row interface{ Scan(...any) error }) (Field, error) {
+func scanField(row interface{ Scan(...any) error }) (archive.Field, error) {
 	var (
-		f                     Field
+		f                     archive.Field
 		labels, indices, geom string
 	)
 	if err := row.Scan(&f.ID, &f.OwnerID, &f.Owner, &f.Name, &f.Group, &labels, &indices, &geom,
 		dbTime{&f.Created}, dbTime{&f.Updated}, &f.Version); err != nil {
-		return Field{}, err
+		return archive.Field{}, err
 	}
 	if err := json.Unmarshal([]byte(labels), &f.Labels); err != nil {
-		return Field{}, fmt.Errorf("field %d labels: %w", f.ID, err)
+		return archive.Field{}, fmt.Errorf("field %d labels: %w", f.ID, err)
 	}
 	f.Indices = splitList(indices)
 	mp, err := geo.ParseGeometry([]byte(geom))
 	if err != nil {
-		return Field{}, fmt.Errorf("field %d geometry: %w", f.ID, err)
+		return archive.Field{}, fmt.Errorf("field %d geometry: %w", f.ID, err)
 	}
 	f.Geometry = mp
 	f.Bound = mp.Bound()
@@ -460,61 +446,61 @@ func scanField(row interface{ Scan(...any) error }) (Field, error) {
 
 // oneField scans the single field of row; what names it in errors, and a
 // missing row is ErrNotFound.
-func (s *rowStore) oneField(row *sql.Row, what string) (Field, error) {
+func (s *rowStore) oneField(row *sql.Row, what string) (archive.Field, error) {
 	f, err := scanField(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Field{}, fmt.Errorf("field %s: %w", what, ErrNotFound)
+		return archive.Field{}, fmt.Errorf("field %s: %w", what, archive.ErrNotFound)
 	}
 	if err != nil {
-		return Field{}, s.d.wrap("field "+what, err)
+		return archive.Field{}, s.d.wrap("field "+what, err)
 	}
 	return f, nil
 }
 
 // FieldByID reads from the writer pool: it answers InsertField and
 // UpdateField with the row they just wrote.
-func (s *rowStore) FieldByID(ctx context.Context, id int64) (Field, error) {
+func (s *rowStore) FieldByID(ctx context.Context, id int64) (archive.Field, error) {
 	return s.oneField(s.db.QueryRowContext(ctx, s.q(
 		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.id = ?`), id), fmt.Sprint(id))
 }
 
-func (s *rowStore) FieldByName(ctx context.Context, userID int64, name string) (Field, error) {
+func (s *rowStore) FieldByName(ctx context.Context, userID int64, name string) (archive.Field, error) {
 	row, err := s.readRow(ctx,
 		`SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id WHERE f.user_id = ? AND f.name = ?`, userID, name)
 	if err != nil {
-		return Field{}, s.d.wrap(fmt.Sprintf("field %q", name), err)
+		return archive.Field{}, s.d.wrap(fmt.Sprintf("field %q", name), err)
 	}
 	return s.oneField(row, strconv.Quote(name))
 }
 
-func (s *rowStore) FieldSummary(ctx context.Context, userID int64, name string) (Field, error) {
+func (s *rowStore) FieldSummary(ctx context.Context, userID int64, name string) (archive.Field, error) {
 	row, err := s.readRow(ctx, `SELECT f.id, f.user_id, u.name, f.name, f.grp, f.indices, f.min_lon, f.min_lat, f.max_lon, f.max_lat, f.geom_version
 		FROM fields f JOIN users u ON u.id = f.user_id WHERE f.user_id = ? AND f.name = ?`, userID, name)
 	if err != nil {
-		return Field{}, s.d.wrap(fmt.Sprintf("field %q", name), err)
+		return archive.Field{}, s.d.wrap(fmt.Sprintf("field %q", name), err)
 	}
 	var (
-		f       Field
+		f       archive.Field
 		indices string
 	)
 	err = row.Scan(&f.ID, &f.OwnerID, &f.Owner, &f.Name, &f.Group, &indices, &f.Bound.Min[0], &f.Bound.Min[1], &f.Bound.Max[0], &f.Bound.Max[1], &f.Version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Field{}, fmt.Errorf("field %q: %w", name, ErrNotFound)
+		return archive.Field{}, fmt.Errorf("field %q: %w", name, archive.ErrNotFound)
 	}
 	if err != nil {
-		return Field{}, s.d.wrap(fmt.Sprintf("field %q", name), err)
+		return archive.Field{}, s.d.wrap(fmt.Sprintf("field %q", name), err)
 	}
 	f.Indices = splitList(indices)
 	return f, nil
 }
 
-func (s *rowStore) queryFields(ctx context.Context, what, q string, args ...any) ([]Field, error) {
+func (s *rowStore) queryFields(ctx context.Context, what, q string, args ...any) ([]archive.Field, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, s.d.wrap(what, err)
 	}
 	defer rows.Close()
-	var out []Field
+	var out []archive.Field
 	for rows.Next() {
 		f, err := scanField(rows)
 		if err != nil {
@@ -528,7 +514,7 @@ func (s *rowStore) queryFields(ctx context.Context, what, q string, args ...any)
 	return out, nil
 }
 
-func (s *rowStore) Fields(ctx context.Context, userID int64) ([]Field, error) {
+func (s *rowStore) Fields(ctx context.Context, userID int64) ([]archive.Field, error) {
 	q := `SELECT ` + fieldColumns + ` FROM fields f JOIN users u ON u.id = f.user_id`
 	var args []any
 	if userID != 0 {
@@ -538,7 +524,7 @@ func (s *rowStore) Fields(ctx context.Context, userID int64) ([]Field, error) {
 	return s.queryFields(ctx, "list fields", q+` ORDER BY u.name`+s.d.collateC+`, f.name`+s.d.collateC, args...)
 }
 
-func (s *rowStore) FieldsIntersecting(ctx context.Context, b orb.Bound) ([]Field, error) {
+func (s *rowStore) FieldsIntersecting(ctx context.Context, b orb.Bound) ([]archive.Field, error) {
 	return s.queryFields(ctx, fmt.Sprintf("fields in %v", b), `SELECT `+fieldColumns+` FROM fields f JOIN users u ON u.id = f.user_id
 		WHERE f.max_lon >= ? AND f.min_lon <= ? AND f.max_lat >= ? AND f.min_lat <= ? ORDER BY f.id`,
 		b.Min[0], b.Max[0], b.Min[1], b.Max[1])
@@ -565,20 +551,20 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func (s *rowStore) Seasons(ctx context.Context, fieldID int64) ([]Season, error) {
+func (s *rowStore) Seasons(ctx context.Context, fieldID int64) ([]archive.Season, error) {
 	return s.seasons(ctx, s.rdb, fieldID)
 }
 
-func (s *rowStore) seasons(ctx context.Context, q querier, fieldID int64) ([]Season, error) {
+func (s *rowStore) seasons(ctx context.Context, q querier, fieldID int64) ([]archive.Season, error) {
 	what := fmt.Sprintf("seasons of field %d", fieldID)
 	rows, err := q.QueryContext(ctx, s.q(`SELECT start_date, record FROM seasons WHERE field_id = ? ORDER BY start_date`), fieldID)
 	if err != nil {
 		return nil, s.d.wrap(what, err)
 	}
 	defer rows.Close()
-	var out []Season
+	var out []archive.Season
 	for rows.Next() {
-		var se Season
+		var se archive.Season
 		var rec string
 		if err := rows.Scan(&se.StartDate, &rec); err != nil {
 			return nil, s.d.wrap(what, err)
@@ -592,7 +578,7 @@ func (s *rowStore) seasons(ctx context.Context, q querier, fieldID int64) ([]Sea
 // UpdateSeasons locks the field's row (on PostgreSQL), so concurrent
 // updates of one field's seasons (from any process) apply one after the
 // other; a missing field is ErrNotFound.
-func (s *rowStore) UpdateSeasons(ctx context.Context, fieldID int64, update func([]Season) ([]Season, error)) error {
+func (s *rowStore) UpdateSeasons(ctx context.Context, fieldID int64, update func([]archive.Season) ([]archive.Season, error)) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.d.wrap("update seasons", err)
@@ -601,7 +587,7 @@ func (s *rowStore) UpdateSeasons(ctx context.Context, fieldID int64, update func
 	var id int64
 	err = tx.QueryRowContext(ctx, s.q(`SELECT id FROM fields WHERE id = ?`+s.d.forUpdate), fieldID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("update seasons: field %d: %w", fieldID, ErrNotFound)
+		return fmt.Errorf("update seasons: field %d: %w", fieldID, archive.ErrNotFound)
 	}
 	if err != nil {
 		return s.d.wrap("update seasons", err)
@@ -638,8 +624,8 @@ func (s *rowStore) UpdateSeasons(ctx context.Context, fieldID int64, update func
 // the other, the second comparing its digests with the first's rows, so each
 // change is announced once; and the dispatcher's claim sees the new
 // deliveries only with the products (or none, after a rollback).
-func (s *rowStore) RecordProducts(ctx context.Context, rec ProductRecord) (RecordResult, error) {
-	var out RecordResult
+func (s *rowStore) RecordProducts(ctx context.Context, rec archive.ProductRecord) (archive.RecordResult, error) {
+	var out archive.RecordResult
 	f := rec.Field
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -649,14 +635,14 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec ProductRecord) (Recor
 	var version int64
 	err = tx.QueryRowContext(ctx, s.q(`SELECT geom_version FROM fields WHERE id = ?`+s.d.forUpdate), f.ID).Scan(&version)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && version != f.Version) {
-		return out, ErrFieldChanged
+		return out, archive.ErrFieldChanged
 	}
 	if err != nil {
 		return out, s.d.wrap("record products", err)
 	}
 	// What is stored now for this date: its bundles (replaced after
 	// commit) and digests (unchanged content notifies nobody).
-	family := familyOrDefault(rec.Family)
+	family := cmp.Or(rec.Family, archive.DefaultFamily)
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT idx, usable, bundle, digest FROM products WHERE field_id = ? AND date = ? AND family = ?`), f.ID, rec.Date, family)
 	if err != nil {
 		return out, s.d.wrap("record products", err)
@@ -686,7 +672,7 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec ProductRecord) (Recor
 	if err := s.upsertProducts(ctx, tx, family, rec.Products); err != nil {
 		return out, err
 	}
-	var changed []Product
+	var changed []archive.Product
 	for _, p := range rec.Products {
 		if p.Usable && (p.Digest == "" || oldDigest[p.Index] != p.Digest) {
 			changed = append(changed, p)
@@ -723,14 +709,14 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec ProductRecord) (Recor
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return RecordResult{}, s.d.wrap("record products", err)
+		return archive.RecordResult{}, s.d.wrap("record products", err)
 	}
 	return out, nil
 }
 
 // previous is, per index, the field's latest usable product of the sensor
 // family before date.
-func (s *rowStore) previous(ctx context.Context, tx *sql.Tx, fieldID int64, date, family string) (map[string]Product, error) {
+func (s *rowStore) previous(ctx context.Context, tx *sql.Tx, fieldID int64, date, family string) (map[string]archive.Product, error) {
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT p.idx, p.date, p.mean FROM products p
 		WHERE p.field_id = ? AND p.usable AND p.family = ? AND p.date = (
 			SELECT max(q.date) FROM products q WHERE q.field_id = p.field_id AND q.idx = p.idx AND q.usable
@@ -740,9 +726,9 @@ func (s *rowStore) previous(ctx context.Context, tx *sql.Tx, fieldID int64, date
 		return nil, s.d.wrap("previous images", err)
 	}
 	defer rows.Close()
-	prev := map[string]Product{}
+	prev := map[string]archive.Product{}
 	for rows.Next() {
-		p := Product{FieldID: fieldID, Usable: true}
+		p := archive.Product{FieldID: fieldID, Usable: true}
 		var mean sql.NullFloat64
 		if err := rows.Scan(&p.Index, &p.Date, &mean); err != nil {
 			return nil, s.d.wrap("previous images", err)
@@ -758,7 +744,7 @@ const productColumns = 27
 
 // upsertProducts records products in tx with one statement (one round
 // trip), replacing any of the same field, index and date.
-func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, family string, products []Product) error {
+func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, family string, products []archive.Product) error {
 	if len(products) == 0 {
 		return nil
 	}
@@ -793,7 +779,7 @@ func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, family string
 	return nil
 }
 
-func (s *rowStore) Products(ctx context.Context, q ProductQuery) ([]Product, error) {
+func (s *rowStore) Products(ctx context.Context, q archive.ProductQuery) ([]archive.Product, error) {
 	sqlText := `SELECT field_id, idx, date, scene_id, usable, cloud_cover, mean, median, std, min, max, p25, p75,
 		num, field_pixels, epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest, family, sensor FROM products WHERE field_id = ?`
 	args := []any{q.FieldID}
@@ -823,10 +809,10 @@ func (s *rowStore) Products(ctx context.Context, q ProductQuery) ([]Product, err
 		return nil, s.d.wrap(what, err)
 	}
 	defer rows.Close()
-	var out []Product
+	var out []archive.Product
 	for rows.Next() {
 		var (
-			p                                   Product
+			p                                   archive.Product
 			mean, median, std, mn, mx, p25, p75 sql.NullFloat64
 		)
 		if err := rows.Scan(&p.FieldID, &p.Index, &p.Date, &p.SceneID, &p.Usable, &p.CloudCover,
@@ -862,7 +848,7 @@ func (s *rowStore) Bundles(ctx context.Context) (map[string]bool, error) {
 	return out, s.d.wrapOrNil("bundles", rows.Err())
 }
 
-func (s *rowStore) RecordScene(ctx context.Context, r SceneRecord) error {
+func (s *rowStore) RecordScene(ctx context.Context, r archive.SceneRecord) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO scene_sources (scene_id, source, date, min_lon, min_lat, max_lon, max_lat, ingested_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scene_id) DO UPDATE SET source = excluded.source, date = excluded.date,
 		min_lon = excluded.min_lon, min_lat = excluded.min_lat, max_lon = excluded.max_lon, max_lat = excluded.max_lat,
@@ -874,7 +860,7 @@ func (s *rowStore) RecordScene(ctx context.Context, r SceneRecord) error {
 	return nil
 }
 
-func (s *rowStore) ScenesIntersecting(ctx context.Context, b orb.Bound, from, to string) ([]SceneRecord, error) {
+func (s *rowStore) ScenesIntersecting(ctx context.Context, b orb.Bound, from, to string) ([]archive.SceneRecord, error) {
 	q := `SELECT scene_id, source, date, min_lon, min_lat, max_lon, max_lat FROM scene_sources
 		WHERE max_lon >= ? AND min_lon <= ? AND max_lat >= ? AND min_lat <= ?`
 	args := []any{b.Min[0], b.Max[0], b.Min[1], b.Max[1]}
@@ -891,9 +877,9 @@ func (s *rowStore) ScenesIntersecting(ctx context.Context, b orb.Bound, from, to
 		return nil, s.d.wrap("scenes", err)
 	}
 	defer rows.Close()
-	var out []SceneRecord
+	var out []archive.SceneRecord
 	for rows.Next() {
-		var r SceneRecord
+		var r archive.SceneRecord
 		if err := rows.Scan(&r.ID, &r.Source, &r.Date, &r.Bound.Min[0], &r.Bound.Min[1], &r.Bound.Max[0], &r.Bound.Max[1]); err != nil {
 			return nil, s.d.wrap("scenes", err)
 		}

@@ -1,4 +1,4 @@
-package archive
+package store
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/cropkit/cropkit/archive"
 )
 
 // migrationItems is migration 4 (appended to migrations in sqlite.go).
@@ -44,9 +46,10 @@ const migrationItems = `CREATE TABLE scene_items (
 func timeNano(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // ErrNoJobQueue is returned by JobsDriver for a store that hosts no job queue.
-var ErrNoJobQueue = errors.New("archive: the store hosts no job queue")
+var ErrNoJobQueue = errors.New("store: the store hosts no job queue")
 
-// JobsDriver returns the river driver of the embedded database, for the
+// JobsDriver returns the river driver of st's database (a Store this
+// package opened), for the
 // watcher's durable job queue, and the function that releases it (after the
 // river client stopped). The driver has its own connection to the same
 // file: river runs its own transactions, which must not queue behind (or
@@ -58,11 +61,11 @@ var ErrNoJobQueue = errors.New("archive: the store hosts no job queue")
 // (the store's stays free for requests), with river's tables migrated
 // once under the cropkit migration lock, however many processes start
 // together; any number of processes may then work the same queue.
-func (a *Archive) JobsDriver(ctx context.Context) (riverdriver.Driver[*sql.Tx], func() error, error) {
-	if pg, ok := a.store.(*pgStore); ok {
+func JobsDriver(ctx context.Context, st archive.Store) (riverdriver.Driver[*sql.Tx], func() error, error) {
+	if pg, ok := st.(*pgStore); ok {
 		return pg.jobsDriver(ctx)
 	}
-	s, ok := a.store.(*sqliteStore)
+	s, ok := st.(*sqliteStore)
 	if !ok {
 		return nil, nil, ErrNoJobQueue
 	}

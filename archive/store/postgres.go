@@ -122,6 +122,8 @@ var pgMigrations = []string{
 		at       TIMESTAMPTZ NOT NULL
 	);
 	CREATE INDEX products_scene ON products (scene_id);`,
+	// Version 3: products name their sensor (see pgMigrationSensors).
+	pgMigrationSensors,
 }
 
 // OpenPostgres connects to the PostgreSQL database of dsn

@@ -211,6 +211,8 @@ var migrations = []string{
 		ingested_at TEXT NOT NULL
 	);
 	CREATE INDEX scene_sources_date ON scene_sources (date);`,
+	// Version 6: products name their sensor (see migrationSensors).
+	migrationSensors,
 }
 
 func (s *sqliteStore) migrate(ctx context.Context) error {

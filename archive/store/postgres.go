@@ -122,7 +122,9 @@ var pgMigrations = []string{
 		at       TIMESTAMPTZ NOT NULL
 	);
 	CREATE INDEX products_scene ON products (scene_id);`,
-	// Version 3: the weather cache (rowstore_weather.go).
+	// Version 3: products name their sensor (see pgMigrationSensors).
+	pgMigrationSensors,
+	// Version 4: the weather cache (rowstore_weather.go).
 	migrationWeatherPostgres,
 }
 

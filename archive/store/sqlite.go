@@ -211,7 +211,9 @@ var migrations = []string{
 		ingested_at TEXT NOT NULL
 	);
 	CREATE INDEX scene_sources_date ON scene_sources (date);`,
-	// Version 6: the weather cache (rowstore_weather.go).
+	// Version 6: products name their sensor (see migrationSensors).
+	migrationSensors,
+	// Version 7: the weather cache (rowstore_weather.go).
 	migrationWeatherSQLite,
 }
 

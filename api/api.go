@@ -246,6 +246,11 @@ type SeriesDay struct {
 	Estimate float64  `json:"estimate"`
 	Lower    float64  `json:"lower"`
 	Upper    float64  `json:"upper"`
+	// GDD and GDDCum are the day's growing degree days and their sum from
+	// the start of the field's metadata season holding the day (absent
+	// outside a season with a crop_type, or without weather).
+	GDD    *float64 `json:"gdd,omitempty"`
+	GDDCum *float64 `json:"gdd_cum,omitempty"`
 }
 
 // TimeSeries is GET /fields/timeseries: one element per day from StartDate

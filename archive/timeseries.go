@@ -89,6 +89,7 @@ func (a *Archive) TimeSeries(ctx context.Context, u User, q TimeSeriesQuery) (ap
 	for i, d := range days {
 		out.Series[i] = SeriesDay(d)
 	}
+	a.joinGDD(ctx, u, &out)
 	return out, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/metadata"
 	"github.com/cropkit/cropkit/weather"
 )
@@ -464,4 +465,24 @@ func (a *Archive) FieldGDDSpan(ctx context.Context, u User, fieldName, from, to 
 		}
 	}
 	return out, nil
+}
+
+// joinGDD adds the thermal time of the field's seasons (FieldGDDSpan) to
+// a daily series. Weather is an addition to the series: without a weather
+// source, a season with a crop_type or an answer from the source, the
+// series goes out without the column (the failure is logged).
+func (a *Archive) joinGDD(ctx context.Context, u User, ts *api.TimeSeries) {
+	if name, _ := a.WeatherSource(); name == "" || len(ts.Series) == 0 {
+		return
+	}
+	span, err := a.FieldGDDSpan(ctx, u, ts.FieldName, ts.StartDate, ts.EndDate)
+	if err != nil {
+		a.log.InfoContext(ctx, "time series without GDD", "field", ts.FieldName, "err", err)
+		return
+	}
+	for i := range ts.Series {
+		if g, ok := span[ts.Series[i].Date]; ok {
+			ts.Series[i].GDD, ts.Series[i].GDDCum = &g.GDD, &g.GDDCum
+		}
+	}
 }

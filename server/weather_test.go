@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -152,4 +153,43 @@ func TestFieldWeatherEndpointErrors(t *testing.T) {
 	r = do(t, env.Handler, "GET", "/fields/weather?field_name=a&from=2019-05-01&to=2019-05-31&crop=maize", tok, nil)
 	require.Equal(t, 200, r.Status, "%s", r.Body)
 	assert.Equal(t, before+4, upstream.Requests(), "the failure was not stored: fetched now")
+}
+
+// /fields/timeseries carries the thermal time of the field's season by
+// date (gdd, gdd_cum), equal to /fields/weather's.
+func TestTimeSeriesGDDColumn(t *testing.T) {
+	env, _, _ := weatherServer(t, "flanders-31UES.csv")
+	tok := env.AddUser(t, "farmer", nil)
+	registerRealFields(t, env.Handler, tok, []string{"UES-03"}, []string{"ndvi"})
+	r := do(t, env.Handler, "POST", "/fields/metadata/register", tok, map[string]any{"field_name": "UES-03",
+		"start_date": "2019-04-01", "harvest_date": "2019-09-15", "crop_type": "maize"})
+	require.Equal(t, 201, r.Status, "%s", r.Body)
+	for _, d := range []string{"2019-05-16", "2019-06-20", "2019-07-05"} {
+		ingest(t, env, filepath.Join(testenv.DataDir(t, "s2", "flanders-31UES"), d))
+	}
+	r = do(t, env.Handler, "GET", "/fields/weather?field_name=UES-03", tok, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	var w api.WeatherSeason
+	require.NoError(t, json.Unmarshal(r.Body, &w))
+	byDate := map[string]api.WeatherDay{}
+	for _, d := range w.Daily {
+		byDate[d.Date] = d
+	}
+	r = do(t, env.Handler, "GET", "/fields/timeseries?field_name=UES-03&index=ndvi&start_date=2019-03-20&end_date=2019-07-05", tok, nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
+	var ts api.TimeSeries
+	require.NoError(t, json.Unmarshal(r.Body, &ts))
+	require.NotEmpty(t, ts.Series)
+	with := 0
+	for _, d := range ts.Series {
+		if d.Date < "2019-04-01" {
+			assert.Nil(t, d.GDDCum, "before the season: %s", d.Date)
+			continue
+		}
+		require.NotNil(t, d.GDDCum, d.Date)
+		assert.Equal(t, byDate[d.Date].GDDCum, *d.GDDCum, d.Date)
+		assert.Equal(t, byDate[d.Date].GDD, *d.GDD, d.Date)
+		with++
+	}
+	assert.Equal(t, 96, with, "2019-04-01..2019-07-05")
 }

@@ -59,7 +59,8 @@ func TestBrowserWeather(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/#token="+env.AdminToken)))
 	waitJS(ctx, t, "the field and its index chart", idle+` && document.querySelectorAll("#fields-list button").length === 1 && document.querySelector("#chart canvas") !== null`)
-	assert.Equal(t, 0, upstream.Requests(), "weather is opt-in: nothing fetched on page load")
+	// The daily series' GDD column fetched the season's weather once (server side).
+	assert.Equal(t, 1, upstream.Requests(), "the season's cell fetched once, for the series' GDD column")
 	assert.True(t, eval[bool](ctx, t, `document.querySelector("#weather-chart").hidden`))
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#weather-load"))))

@@ -107,6 +107,16 @@ func (r *cvResult) add(o cvResult) {
 // pairs where the field is ≥ 90 % clear.
 func crossValidate(t *testing.T, c chip, extra func(field int, given []timeseries.Observation) []timeseries.Observation) cvResult {
 	t.Helper()
+	var total cvResult
+	for _, r := range crossValidateFolds(t, c, extra) {
+		total.add(r)
+	}
+	return total
+}
+
+// crossValidateFolds is crossValidate's result per fold.
+func crossValidateFolds(t *testing.T, c chip, extra func(field int, given []timeseries.Observation) []timeseries.Observation) [3]cvResult {
+	t.Helper()
 	// dates clear over most fields
 	clearCount := map[string]int{}
 	for _, obs := range c.obs {
@@ -124,8 +134,9 @@ func crossValidate(t *testing.T, c chip, extra func(field int, given []timeserie
 		}
 	}
 	sort.Strings(dates)
-	var total cvResult
+	var folds [3]cvResult
 	for fold := range 3 {
+		total := &folds[fold]
 		withheld := map[string]bool{}
 		for i := fold; i < len(dates); i += 3 {
 			withheld[dates[i]] = true
@@ -197,7 +208,7 @@ func crossValidate(t *testing.T, c chip, extra func(field int, given []timeserie
 			}
 		}
 	}
-	return total
+	return folds
 }
 
 // TestCrossValidationRealData is the acceptance measured on both
@@ -206,7 +217,11 @@ func TestCrossValidationRealData(t *testing.T) {
 	var all cvResult
 	for _, place := range []string{"flanders-31UDS", "flanders-31UES"} {
 		c := loadChip(t, place, "s2", "ndvi")
-		r := crossValidate(t, c, nil)
+		var r cvResult
+		for i, f := range crossValidateFolds(t, c, nil) {
+			t.Log("\n" + f.row(fmt.Sprintf("%s/%d", place, i)))
+			r.add(f)
+		}
 		t.Log("\n" + r.row(place))
 		all.add(r)
 	}

@@ -30,7 +30,7 @@ func TestPhenologyRealData(t *testing.T) {
 		fmt.Fprintf(&table, "\n%-7s %-16s %-10s %-10s %-10s %-10s %5s %5s %6s\n", "field", "crop", "start", "peak", "max", "end", "peak", "ampl", "integ")
 		checked, maize, maizeLate := 0, 0, 0
 		for fi, obs := range c.obs {
-			days, err := timeseries.Daily(timeseries.Usable(obs, 0.6), season.From, season.To, timeseries.Options{Range: [2]float64{-1, 1}})
+			days, err := timeseries.Daily(timeseries.Usable(obs, 0.6), season.From, season.To, timeseries.Options{Range: [2]float64{-1, 1}, Smooth: true})
 			require.NoError(t, err)
 			m, err := timeseries.Phenology(days, season, timeseries.PhenologyOptions{})
 			code := c.props[fi]["crop_code"].(float64)

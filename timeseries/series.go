@@ -39,6 +39,11 @@ type Options struct {
 	// Range clamps estimates and bounds to [Range[0], Range[1]] when
 	// Range[0] < Range[1] (an index's possible values, e.g. [-1, 1] for NDVI).
 	Range [2]float64
+	// Smooth reports the smoother's curve alone as the estimate, without
+	// the combination with linear interpolation between the observations:
+	// a curve that does not pass halfway through each observation's noise,
+	// what phenology measures. The interval is the same.
+	Smooth bool
 }
 
 // Day is one day of a daily series.
@@ -431,7 +436,7 @@ func (m *Model) Daily(from, to time.Time, opts Options) ([]Day, error) {
 			}
 		}
 		sd := scale * math.Sqrt(max(s.p00, 0)+1)
-		if d >= first && d <= last && len(anchors) > 1 {
+		if !opts.Smooth && d >= first && d <= last && len(anchors) > 1 {
 			for ai+2 < len(anchors) && anchors[ai+1].day < d {
 				ai++
 			}

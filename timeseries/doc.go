@@ -23,7 +23,8 @@
 //
 // A day's estimate is the equal-weight combination of the smoothed level and
 // the linear interpolation between the observations around it (a forecast
-// combination: it beat both on every withheld fold of the real data);
+// combination: on the real data it brought every withheld fold at or under
+// linear interpolation, the smoother alone not);
 // Options.Smooth reports the smoothed level alone, which phenology measures.
 //
 // The interval of day t is estimate ± z·√(P[t] + R), z the normal quantile

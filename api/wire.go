@@ -129,6 +129,10 @@ type WebhookRegistered struct {
 	Created bool `json:"created"`
 	// Secret signs the notifications (webhook.Verify); it is shown only once.
 	Secret string `json:"secret,omitempty"`
+	// Events is whether the registration receives field-event
+	// notifications (EventNotification), when the request set it
+	// (events=true|false).
+	Events *bool `json:"events,omitempty"`
 }
 
 // SceneItemField is a field a catalogue item was ingested for.

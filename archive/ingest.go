@@ -318,6 +318,13 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 	a.step("ingest:after-commit")
 	a.deleteBlobs(ctx, rr.Replaced)
 	out.notified = rr.Notified
+	if len(keep) > 0 {
+		n, err := a.notifyEvents(ctx, f, date, keep)
+		if err != nil {
+			return out, err
+		}
+		out.notified += n
+	}
 	return out, nil
 }
 

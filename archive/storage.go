@@ -111,6 +111,10 @@ type Outbox interface {
 	Delete(ctx context.Context, owner string, id int64) error
 	DeleteURL(ctx context.Context, owner, rawURL string) error
 	Deliveries(ctx context.Context, owner string, limit int) ([]webhook.DeliveryState, error)
+	// Topics a registration opts in to (field events): see archive/timeseries.go.
+	Subscribe(ctx context.Context, owner string, id int64, topic string, on bool) error
+	Subscribed(ctx context.Context, owner, topic string) (bool, error)
+	EnqueueTopic(ctx context.Context, owner, topic, key string, body []byte) (int, error)
 }
 
 // ProductRecord is one field's products of one scene date, recorded with

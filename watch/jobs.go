@@ -219,7 +219,7 @@ func (w *Watcher) poll(ctx context.Context, collection string) error {
 	if err != nil {
 		return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
 	}
-	if err := w.searchOutcome(ctx, "poll", fields, failed); err != nil {
+	if err := w.searchOutcome(ctx, collection, "poll", fields, failed); err != nil {
 		// The window does not move: the failed fields' items are searched
 		// again next time.
 		return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
@@ -235,7 +235,7 @@ func (w *Watcher) poll(ctx context.Context, collection string) error {
 // searchOutcome records the outcome of the searches of a poll or backfill
 // over fields: a record per failed group (and the poll's own), and an
 // error naming the failures when there are any.
-func (w *Watcher) searchOutcome(ctx context.Context, kind string, fields []archive.Field, failed []groupFailure) error {
+func (w *Watcher) searchOutcome(ctx context.Context, collection, kind string, fields []archive.Field, failed []groupFailure) error {
 	var errs []error
 	n := 0
 	for _, g := range failed {
@@ -243,7 +243,7 @@ func (w *Watcher) searchOutcome(ctx context.Context, kind string, fields []archi
 		if kind == "poll" && len(g.fields) == len(fields) {
 			continue // the poll's own record says it
 		}
-		w.recordSearch(ctx, kind, g.fields, searchRecordID(kind, g.fields), g.err)
+		w.recordSearch(ctx, collection, kind, g.fields, searchRecordID(kind, g.fields), g.err)
 		errs = append(errs, g.err)
 	}
 	var err error
@@ -252,9 +252,9 @@ func (w *Watcher) searchOutcome(ctx context.Context, kind string, fields []archi
 	}
 	switch {
 	case kind == "poll":
-		w.recordSearch(ctx, kind, fields, searchRecordID("poll", nil), err)
+		w.recordSearch(ctx, collection, kind, fields, searchRecordID("poll", nil), err)
 	case err == nil:
-		w.recordSearch(ctx, kind, fields, searchRecordID(kind, fields), nil)
+		w.recordSearch(ctx, collection, kind, fields, searchRecordID(kind, fields), nil)
 	}
 	return err
 }
@@ -444,7 +444,7 @@ func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
 	if err != nil {
 		return fmt.Errorf("backfill %d fields: %w", len(fields), err)
 	}
-	searchErr := w.searchOutcome(ctx, "backfill", fields, failed)
+	searchErr := w.searchOutcome(ctx, collection, "backfill", fields, failed)
 	bad := map[int64]bool{}
 	for _, g := range failed {
 		for _, f := range g.fields {

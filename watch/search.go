@@ -129,13 +129,14 @@ func searchRecordID(kind string, fields []archive.Field) string {
 	return SearchRecordPrefix + kind + ":" + joined
 }
 
-// recordSearch stores the outcome of a search under its record id, logs a
-// failure (the catalogue's status and the start of its answer) and counts
-// it. A success is recorded only over an earlier failure, which it clears.
-func (w *Watcher) recordSearch(ctx context.Context, kind string, fields []archive.Field, id string, err error) {
+// recordSearch stores the outcome of a search of collection under its
+// record id (one record per collection: each collection's searches fail
+// and recover on their own), logs a failure (the catalogue's status and the
+// start of its answer) and counts it. A success is recorded only over an earlier failure, which it clears.
+func (w *Watcher) recordSearch(ctx context.Context, collection, kind string, fields []archive.Field, id string, err error) {
 	w.metrics.search(kind, err)
 	st := w.core.Store()
-	rec := archive.SceneItem{Collection: w.cfg.Collection, ID: id, Datetime: time.Now().UTC(), Source: w.cfg.Catalog,
+	rec := archive.SceneItem{Collection: collection, ID: id, Datetime: time.Now().UTC(), Source: w.cfg.Catalog,
 		State: SearchOK, Fields: map[int64]int64{}}
 	for _, f := range fields {
 		rec.Fields[f.ID] = f.Version
@@ -151,7 +152,7 @@ func (w *Watcher) recordSearch(ctx context.Context, kind string, fields []archiv
 			args = append(args, "status", he.Status, "body", he.Body)
 		}
 		w.log.ErrorContext(ctx, "catalogue search failed", args...)
-	} else if prev, gerr := st.SceneItem(ctx, w.cfg.Collection, id); gerr != nil || prev.State != archive.ItemFailed {
+	} else if prev, gerr := st.SceneItem(ctx, collection, id); gerr != nil || prev.State != archive.ItemFailed {
 		return // no earlier failure to clear
 	}
 	// Recorded even when the job's context has ended (a deadline): the

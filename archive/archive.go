@@ -84,6 +84,7 @@ type Archive struct {
 	hook      func(string)
 	hooks     *webhooks
 	logins    chan struct{} // bcrypt slots
+	cache     *readCache    // hot reads in memory (readcache.go); nil: none
 	// closeBlobs is closed with the store when OpenURL opened it.
 	closeBlobs Blobs
 	// outlines orders, within this process, an upload's write and version
@@ -115,6 +116,7 @@ func New(cfg Config) (*Archive, error) {
 	if a.cat == nil {
 		a.cat = imagery.NewCatalogue()
 	}
+	a.cache = newReadCache(cfg.Store)
 	if a.minClear <= 0 {
 		a.minClear = DefaultMinClear
 	}

@@ -121,6 +121,8 @@ var pgMigrations = []string{
 		at       TIMESTAMPTZ NOT NULL
 	);
 	CREATE INDEX products_scene ON products (scene_id);`,
+	// Version 3: change generations for the read caches (generations.go).
+	migrationGenerations,
 }
 
 // OpenPostgres connects to the PostgreSQL database of dsn

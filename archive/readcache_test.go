@@ -221,3 +221,29 @@ func TestProductCacheReingestionAcrossArchives(t *testing.T) {
 	_, err = b.Image(ctx, u, q)
 	assert.ErrorIs(t, err, ErrNotFound)
 }
+
+// On PostgreSQL too (two stores: two replicas), a revocation through one
+// archive is refused at once by the other, which had the token cached.
+func TestPostgresTokenCacheAcrossArchives(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	ctx := context.Background()
+	newArchive := func() *Archive {
+		a, err := New(Config{Store: openPG(t, dsn), Blobs: DirBlobs{Root: t.TempDir()}, TempDir: t.TempDir()})
+		require.NoError(t, err)
+		require.NotNil(t, a.cache)
+		return a
+	}
+	a, b := newArchive(), newArchive()
+	u, err := a.CreateUser(ctx, NewUser{Name: "farmer"})
+	require.NoError(t, err)
+	tok, err := a.CreateToken(ctx, u.Name)
+	require.NoError(t, err)
+	for range 2 {
+		_, _, err = b.Authenticate(ctx, tok)
+		require.NoError(t, err)
+	}
+	_, err = a.RevokeTokens(ctx, u, 0)
+	require.NoError(t, err)
+	_, _, err = b.Authenticate(ctx, tok)
+	assert.ErrorIs(t, err, ErrUnauthenticated)
+}

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -32,8 +33,10 @@ const (
 	// cacheDocBytes bounds the documents kept, and cacheDocMax one document.
 	cacheDocBytes = 64 << 20
 	cacheDocMax   = 1 << 20
-	// generationGap is the least time between two reads of the generations.
-	generationGap = time.Millisecond
+	// generationGap is the least time between two reads of the generations
+	// under a steady stream of requests (manyWaiters or more per read).
+	generationGap = 500 * time.Microsecond
+	manyWaiters   = 8
 	// generationReadTimeout bounds one read of the generations.
 	generationReadTimeout = 5 * time.Second
 )
@@ -194,17 +197,17 @@ type freshness struct {
 }
 
 type genRound struct {
-	done chan struct{}
-	gen  generations
-	err  error
+	waiters int // callers waiting (guarded by freshness.mu)
+	done    chan struct{}
+	gen     generations
+	err     error
 }
 
 func (f *freshness) current(ctx context.Context) (generations, error) {
 	f.mu.Lock()
-	now := time.Now()
-	if !f.running && now.Sub(f.lastStart) >= f.gap {
-		// Nobody reads and the gap is over: read now, in this goroutine.
-		f.running, f.lastStart = true, now
+	if !f.running {
+		// Nobody reads: read now, in this goroutine.
+		f.running, f.lastStart = true, time.Now()
 		f.mu.Unlock()
 		g, err := f.read()
 		f.mu.Lock()
@@ -221,6 +224,7 @@ func (f *freshness) current(ctx context.Context) (generations, error) {
 		r = &genRound{done: make(chan struct{})}
 		f.queued = r
 	}
+	r.waiters++
 	if !f.running {
 		f.running = true
 		go f.runRounds(r)
@@ -237,10 +241,17 @@ func (f *freshness) current(ctx context.Context) (generations, error) {
 // runRounds reads for round r's waiters, then for each round queued meanwhile.
 func (f *freshness) runRounds(r *genRound) {
 	for r != nil {
+		// Let the goroutines ready to run (requests on their way here)
+		// have their turn first. A round that many wait for means a steady
+		// stream: it also keeps the gap since the last read. A few waiters
+		// (a client or two) are served at once: a sleep's wake-up comes late
+		// on a busy machine, and would cost each of their requests that.
+		runtime.Gosched()
 		f.mu.Lock()
 		wait := f.gap - time.Since(f.lastStart)
+		many := r.waiters >= manyWaiters
 		f.mu.Unlock()
-		if wait > 0 {
+		if many && wait > 0 {
 			time.Sleep(wait)
 		}
 		f.mu.Lock()

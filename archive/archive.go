@@ -40,6 +40,11 @@ type Config struct {
 	// IngestAllowPrivate lets untrusted ingestion sources (the HTTP API) be
 	// fetched from loopback, private, link-local and metadata addresses.
 	IngestAllowPrivate bool
+	// SignURL names a SAS token service (URL/token/{collection}) whose
+	// tokens sign every asset request of remote STAC items read by URL
+	// (cropkit's --sign-url); "" signs only Planetary Computer's blob
+	// storage, with its public token service.
+	SignURL string
 	// FieldPixels bounds the decoded pixels of one field window
 	// (imagery.SceneOptions.MaxFieldPixels); 0 means the library's default.
 	FieldPixels int64
@@ -77,6 +82,7 @@ type Archive struct {
 	log       *slog.Logger
 	png       *colormap.Encoder
 	allowPriv bool
+	signURL   string
 	maxPixels int64
 	budget    *imagery.Budget
 	tokenTTL  time.Duration
@@ -107,7 +113,7 @@ func New(cfg Config) (*Archive, error) {
 	a := &Archive{
 		store: cfg.Store, blobs: cfg.Blobs, tempDir: cfg.TempDir, cat: cfg.Catalogue, minClear: cfg.MinClear,
 		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger, png: colormap.NewEncoder(),
-		allowPriv: cfg.IngestAllowPrivate, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
+		allowPriv: cfg.IngestAllowPrivate, signURL: cfg.SignURL, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
 		hook: cfg.StepHook,
 		// One bcrypt at a time per CPU at most: logins queue instead of
 		// taking every core from downloads.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cropkit/cropkit/boundary"
 	"github.com/cropkit/cropkit/geo"
-	"github.com/cropkit/cropkit/imagery"
 )
 
 // MaxBoundaryAreaHa bounds the area of interest of a boundary detection.
@@ -67,7 +66,7 @@ func (a *Archive) DetectBoundaries(ctx context.Context, u User, req BoundaryRequ
 	}
 	scenes := make([]boundary.Scene, 0, len(recs))
 	for _, r := range recs {
-		s, err := imagery.OpenScene(ctx, r.Source, a.SceneOptions(r.Source, IngestOptions{Untrusted: true}))
+		s, err := a.OpenScene(ctx, r.Source, IngestOptions{Untrusted: true})
 		if err != nil {
 			a.log.WarnContext(ctx, "boundaries: scene no longer readable", "scene", r.ID, "source", r.Source, "err", err)
 			continue

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime/debug"
@@ -23,7 +22,7 @@ import (
 	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/webhook"
 )
 
@@ -54,7 +53,7 @@ type IngestResult = api.IngestResult
 // FieldFailure is the failed ingestion of one field.
 type FieldFailure = api.FieldFailure
 
-// sceneFetchTimeout bounds one HTTP request of an untrusted remote scene.
+// sceneFetchTimeout bounds one HTTP request of a remote scene.
 const sceneFetchTimeout = 5 * time.Minute
 
 // ReadOptions are the imagery options every scene this archive reads
@@ -64,33 +63,42 @@ func (a *Archive) ReadOptions() imagery.SceneOptions {
 	return imagery.SceneOptions{MaxFieldPixels: a.maxPixels, Budget: a.budget}
 }
 
-// SceneOptions are the imagery options of an ingestion of src.
-func (a *Archive) SceneOptions(src string, opts IngestOptions) imagery.SceneOptions {
-	so := a.ReadOptions()
-	so.Date = opts.Date
-	if !opts.Untrusted || !isHTTPURL(src) {
-		return so
-	}
-	client := webhook.NewClient(a.allowPriv, sceneFetchTimeout)
-	so.HTTPClient = client
-	so.Open = func(ctx context.Context, name string) (io.ReaderAt, error) {
-		if !isHTTPURL(name) {
-			return nil, fmt.Errorf("asset %q: a scene fetched by URL may only reference http(s) assets", name)
-		}
-		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), client, name)
-	}
-	return so
-}
-
 func isHTTPURL(s string) bool {
 	l := strings.ToLower(s)
 	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
+// OpenScene opens src with this archive's read options: a scene folder or
+// STAC item file as imagery.OpenScene does, or the URL of a remote STAC
+// item through the catalogue client (package stac), so it is read as the
+// watcher reads catalogue items: hrefs resolve against the URL, no local
+// file is ever opened, one readable asset per band, Planetary Computer
+// assets signed (every asset with Config.SignURL). Untrusted URLs go through
+// the SSRF guard (Config.IngestAllowPrivate).
+func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions) (*imagery.Scene, error) {
+	so := a.ReadOptions()
+	so.Date = opts.Date
+	if !isHTTPURL(src) {
+		return imagery.OpenScene(ctx, src, so)
+	}
+	c := stac.NewClient(a.allowPriv || !opts.Untrusted, sceneFetchTimeout)
+	if a.signURL != "" {
+		// The operator named the token service: it may be private.
+		if err := c.UseTokenService(a.signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
+			return nil, err
+		}
+	}
+	it, err := c.GetItem(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("scene %s: %w", src, err)
+	}
+	return c.OpenScene(ctx, it, so)
+}
+
 // Ingest opens the scene at src (a scene folder, a STAC item path or URL)
 // and ingests it (IngestScene).
 func (a *Archive) Ingest(ctx context.Context, src string, opts IngestOptions) (IngestResult, error) {
-	scene, err := imagery.OpenScene(ctx, src, a.SceneOptions(src, opts))
+	scene, err := a.OpenScene(ctx, src, opts)
 	if err != nil {
 		return IngestResult{}, Invalid("ingest: %v", err)
 	}

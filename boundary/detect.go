@@ -43,6 +43,8 @@ const (
 	DefaultRefineIterations = 3
 	DefaultMaxShiftPixels   = 2
 	DefaultMaxDates         = 40
+	DefaultMaxProfileDist   = 0.15
+	DefaultMaxRadarDist     = 1.5
 )
 
 // Options tune Detect. The zero value is ready to use.
@@ -76,6 +78,24 @@ type Options struct {
 	// the NDVI difference in the edge strength (default 2; negative: NDVI
 	// alone).
 	BandWeight float64
+	// MaxProfileDistance vetoes the merge of two regions (of a few pixels
+	// or more) whose mean NDVI profiles over the season differ by more
+	// than this (root mean square over the dates); default
+	// DefaultMaxProfileDist, negative: no veto.
+	MaxProfileDistance float64
+	// Radar are Sentinel-1 acquisitions over the area (VV and VH
+	// backscatter; *imagery.Scene reads them as linear power), optional.
+	// Those dated within the season are resampled onto the optical grid
+	// (the radar pixel under each optical pixel's centre; same CRS) and
+	// their mean VV and VH per date join the regions' profiles: a merge
+	// vetoed by the NDVI profiles (MaxProfileDistance) then goes ahead
+	// when the radar profiles lie within MaxRadarDistance, as those of
+	// one crop whose NDVI differed on some dates (a patchy emergence, a
+	// date with haze) do. At most MaxDates radar dates, evenly spread.
+	Radar []Scene
+	// MaxRadarDistance, in dB: see Radar (default DefaultMaxRadarDist;
+	// negative: the radar profiles do not lift the veto).
+	MaxRadarDistance float64
 	// MaxDates bounds the clear dates used, evenly spread over the season
 	// (default 40): memory is about 12 bytes per pixel and date.
 	MaxDates int
@@ -105,8 +125,10 @@ func (o Options) withDefaults() Options {
 	o.MaxPixels = cmp.Or(o.MaxPixels, DefaultMaxPixels)
 	o.MergeThreshold = cmp.Or(o.MergeThreshold, DefaultMergeThreshold)
 	o.MinSegmentPixels = cmp.Or(o.MinSegmentPixels, DefaultMinSegmentPixels)
-	o.TextureWeight = max(cmp.Or(o.TextureWeight, DefaultTextureWeight), 0) // negative: none
-	o.BandWeight = max(cmp.Or(o.BandWeight, DefaultBandWeight), 0)          // negative: NDVI only
+	o.TextureWeight = max(cmp.Or(o.TextureWeight, DefaultTextureWeight), 0)            // negative: none
+	o.BandWeight = max(cmp.Or(o.BandWeight, DefaultBandWeight), 0)                     // negative: NDVI only
+	o.MaxProfileDistance = max(cmp.Or(o.MaxProfileDistance, DefaultMaxProfileDist), 0) // negative: none
+	o.MaxRadarDistance = max(cmp.Or(o.MaxRadarDistance, DefaultMaxRadarDist), 0)       // negative: never lifts the veto
 	if o.MaxDates <= 0 {
 		o.MaxDates = DefaultMaxDates
 	}
@@ -136,6 +158,8 @@ type Result struct {
 	Fields []Field
 	// Dates are the acquisition dates used, in order.
 	Dates []time.Time
+	// RadarDates are the dates of the Options.Radar scenes used, in order.
+	RadarDates []time.Time
 	// Skipped names each scene in the date range that was not used, with why.
 	Skipped []string
 	// Grid is the area's window of the scenes' grid, in the scene CRS.
@@ -167,12 +191,18 @@ func LastSeason(dates []time.Time) (start, end time.Time, ok bool) {
 // with ErrEmptyAOI, ErrTooLarge or ErrNoImagery (errors.Is).
 func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Options) (*Result, error) {
 	o := opts.withDefaults()
-	acc, res, err := readSeason(ctx, scenes, aoi, o)
+	acc, res, start, end, err := readSeason(ctx, scenes, aoi, o)
 	if err != nil {
 		return nil, err
 	}
 	acc.coregister(o.MaxShiftPixels)
-	labels, n, edges, err := segment(acc, o)
+	var rad *radar
+	if len(o.Radar) > 0 {
+		if rad, err = readRadar(ctx, o.Radar, aoi, start, end, acc, o.MaxDates, res); err != nil {
+			return nil, err
+		}
+	}
+	labels, n, edges, err := segment(acc, rad, o)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +215,17 @@ func Detect(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, opts Opti
 }
 
 // readSeason reads the clear dates of the season (o with defaults) over
-// aoi into profiles; the Result it returns has all but the fields.
-func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Options) (*profiles, *Result, error) {
-	if len(aoi) == 0 {
-		return nil, nil, ErrEmptyAOI
+// aoi into profiles; the Result it returns has all but the fields. start
+// and end are the season's bounds (zero: open).
+func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Options) (*profiles, *Result, time.Time, time.Time, error) {
+	var start, end time.Time
+	fail := func(err error) (*profiles, *Result, time.Time, time.Time, error) {
+		return nil, nil, start, end, err
 	}
-	start, end := o.Start, o.End
+	if len(aoi) == 0 {
+		return fail(ErrEmptyAOI)
+	}
+	start, end = o.Start, o.End
 	if start.IsZero() && end.IsZero() {
 		dates := make([]time.Time, len(scenes))
 		for i, s := range scenes {
@@ -198,7 +233,7 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 		}
 		var ok bool
 		if start, end, ok = LastSeason(dates); !ok {
-			return nil, nil, fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery)
+			return fail(fmt.Errorf("%w: no scene in a growing season (March to October)", ErrNoImagery))
 		}
 	}
 	order := make([]Scene, 0, len(scenes))
@@ -218,11 +253,11 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 	var ref *imagery.FieldRaster
 	for _, s := range order {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return fail(err)
 		}
 		if ref == nil {
 			if err := checkSize(s, aoi, o.MaxPixels); err != nil {
-				return nil, nil, err
+				return fail(err)
 			}
 		}
 		fr, err := s.ReadField(ctx, aoi, nil)
@@ -231,7 +266,7 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 			res.Skipped = append(res.Skipped, s.ID()+": no overlap")
 			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+			return fail(fmt.Errorf("read scene %s: %w", s.ID(), err))
 		}
 		if ref == nil {
 			ref = fr
@@ -253,12 +288,12 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 		picks = append(picks, s)
 	}
 	if ref == nil {
-		return nil, nil, fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
-			start.Format(time.DateOnly), end.Format(time.DateOnly))
+		return fail(fmt.Errorf("%w: no scene between %s and %s overlaps it", ErrEmptyAOI,
+			start.Format(time.DateOnly), end.Format(time.DateOnly)))
 	}
 	if len(picks) == 0 {
-		return nil, nil, fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
-			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction)
+		return fail(fmt.Errorf("%w: none of %d scene(s) between %s and %s is %.0f%% clear", ErrNoImagery,
+			len(order), start.Format(time.DateOnly), end.Format(time.DateOnly), 100*o.MinClearFraction))
 	}
 	// More clear dates than MaxDates: keep MaxDates spread evenly in time.
 	if len(picks) > o.MaxDates {
@@ -278,7 +313,7 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 	valid := make([]bool, len(ref.InField))
 	for _, s := range picks {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return fail(err)
 		}
 		fr, err := s.ReadField(ctx, aoi, reflBands[:])
 		if errors.Is(err, imagery.ErrMissingBand) {
@@ -286,10 +321,10 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 			fr, err = s.ReadField(ctx, aoi, ndviBands)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("read scene %s: %w", s.ID(), err)
+			return fail(fmt.Errorf("read scene %s: %w", s.ID(), err))
 		}
 		if fr.Grid != ref.Grid {
-			return nil, nil, fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window)
+			return fail(fmt.Errorf("read scene %s: window %v differs from its mask's", s.ID(), fr.Window))
 		}
 		for i := range valid {
 			valid[i] = ref.InField[i] && fr.Clear[i]
@@ -302,16 +337,16 @@ func readSeason(ctx context.Context, scenes []Scene, aoi orb.MultiPolygon, o Opt
 		res.Dates = append(res.Dates, s.Date())
 	}
 	res.Grid = ref.Grid
-	return acc, res, nil
+	return acc, res, start, end, nil
 }
 
 // segment splits the area into regions (labels 0…n−1 per pixel, −1
 // outside the area) and returns them with the pixel edges they were
 // judged by: region merging, absorption of small segments, border
 // refinement and a sieve.
-func segment(acc *profiles, o Options) (labels []int32, n int, edges []edge, err error) {
+func segment(acc *profiles, rad *radar, o Options) (labels []int32, n int, edges []edge, err error) {
 	acc.weighBands(o.BandWeight)
-	g := newRegions(acc, o.TextureWeight)
+	g := newRegions(acc, o.TextureWeight, o.MaxProfileDistance, rad, o.MaxRadarDistance)
 	g.mergeBelow(o.MergeThreshold)
 	g.absorbSmall(int32(o.MinSegmentPixels))
 	labels = g.labels()

@@ -2,6 +2,7 @@ package boundary
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -27,16 +28,42 @@ type regions struct {
 	inCnt []int32
 	// texture weighs the regions' inner edge strength in the merge cost.
 	texture float64
+	// Mean NDVI profiles: next links the pixels of a region (−1 ends the
+	// list, tail per root its last pixel); prof holds, per root of a
+	// region of at least profMinPixels, the sum and count of its clear
+	// NDVI per date (nil until needed). maxDist vetoes merges of regions
+	// whose mean profiles lie further apart (0: no veto).
+	a       *profiles
+	next    []int32
+	tail    []int32
+	prof    [][]float32
+	maxDist float64
+	// radar, when it has dates, adds the mean VV and VH backscatter per
+	// date to the profiles; a merge is then vetoed only when the radar
+	// profiles also lie further apart than maxRadar (dB).
+	radar    *radar
+	maxRadar float64
 }
 
-func newRegions(a *profiles, texture float64) *regions {
+// profMinPixels: regions smaller than this merge by their border alone
+// (their mean profile is mostly noise and mixed pixels).
+const profMinPixels = 6
+
+func newRegions(a *profiles, texture, maxDist float64, r *radar, maxRadar float64) *regions {
 	n := len(a.in)
 	g := &regions{parent: make([]int32, n), size: make([]int32, n), adj: make([][]link, n),
-		edges: a.edges(), inSum: make([]float64, n), inCnt: make([]int32, n), texture: texture}
+		edges: a.edges(), inSum: make([]float64, n), inCnt: make([]int32, n), texture: texture,
+		a: a, maxDist: maxDist, radar: r, maxRadar: maxRadar}
+	if maxDist > 0 {
+		g.next, g.tail, g.prof = make([]int32, n), make([]int32, n), make([][]float32, n)
+	}
 	for i, in := range a.in {
 		g.parent[i] = -1
 		if in {
 			g.parent[i], g.size[i] = int32(i), 1
+		}
+		if g.next != nil {
+			g.next[i], g.tail[i] = -1, int32(i)
 		}
 	}
 	for _, e := range g.edges {
@@ -64,6 +91,21 @@ func indexOf(ls []link, n int32) int {
 func (g *regions) merge(a, b int32, changed *[]int32) int32 {
 	if g.size[a] < g.size[b] {
 		a, b = b, a
+	}
+	if g.next != nil {
+		// Once either side has a profile the merged region keeps one
+		// (the other side's is computed from its members, before the
+		// lists are joined): recomputing a large region after each small
+		// one it absorbs would be quadratic.
+		if g.prof[a] != nil || g.prof[b] != nil {
+			pa, pb := g.profile(a), g.profile(b)
+			for k := range pa {
+				pa[k] += pb[k]
+			}
+		}
+		g.next[g.tail[a]] = b
+		g.tail[a] = g.tail[b]
+		g.prof[b] = nil
 	}
 	g.parent[b] = a
 	g.size[a] += g.size[b]
@@ -227,6 +269,9 @@ func (g *regions) mergeBelow(threshold float64) {
 			q.push(candidate{cost: cur, a: ra, b: rb})
 			continue
 		}
+		if g.vetoed(ra, rb) {
+			continue
+		}
 		changed = changed[:0]
 		r := g.merge(ra, rb, &changed)
 		if in := g.inner(r); in > 1.02*queued[r] {
@@ -286,4 +331,76 @@ func (g *regions) inner(r int32) float64 {
 		return 0
 	}
 	return g.inSum[r] / float64(g.inCnt[r])
+}
+
+// distance is the root mean square, over the dates both were seen, of
+// the difference of roots a's and b's mean NDVI, and the same of their
+// mean backscatter in dB over the radar dates and both polarisations
+// (+Inf when no date).
+func (g *regions) distance(a, b int32) (ndvi, radar float64) {
+	pa, pb := g.profile(a), g.profile(b)
+	rms := func(pa, pb []float32) float64 {
+		sum, n := 0.0, 0
+		for k := 0; k < len(pa); k += 2 {
+			if pa[k+1] > 0 && pb[k+1] > 0 {
+				x := float64(pa[k]/pa[k+1] - pb[k]/pb[k+1])
+				sum += x * x
+				n++
+			}
+		}
+		if n == 0 {
+			return math.Inf(1)
+		}
+		return math.Sqrt(sum / float64(n))
+	}
+	nd := 2 * len(g.a.ndvi)
+	return rms(pa[:nd], pb[:nd]), rms(pa[nd:], pb[nd:])
+}
+
+// profile returns root r's per-date sums and counts of clear NDVI
+// (interleaved), from its members the first time.
+func (g *regions) profile(r int32) []float32 {
+	if p := g.prof[r]; p != nil {
+		return p
+	}
+	nd, nr := len(g.a.ndvi), g.radar.dates()
+	p := make([]float32, 2*nd+4*nr)
+	for i := r; i >= 0; i = g.next[i] {
+		for d, l := range g.a.ndvi {
+			if v := l[i]; v == v {
+				p[2*d] += v
+				p[2*d+1]++
+			}
+		}
+		for d := range nr {
+			k := 2*nd + 4*d
+			if v := g.radar.vv[d][i]; v != noRadar {
+				p[k] += float32(v) / centiDB
+				p[k+1]++
+			}
+			if v := g.radar.vh[d][i]; v != noRadar {
+				p[k+2] += float32(v) / centiDB
+				p[k+3]++
+			}
+		}
+	}
+	g.prof[r] = p
+	return p
+}
+
+// vetoed reports whether roots a and b, both of at least profMinPixels,
+// have mean NDVI profiles further apart than maxDist (root mean square
+// over the dates both were seen) and, with radar dates, radar profiles
+// further apart than maxRadar: two crops, whatever their border says.
+// A border weakened by mixed pixels or a gap in the dates otherwise lets
+// a large field leak into its neighbour.
+func (g *regions) vetoed(a, b int32) bool {
+	if g.maxDist <= 0 || g.size[a] < profMinPixels || g.size[b] < profMinPixels {
+		return false
+	}
+	dn, dr := g.distance(a, b)
+	if math.IsInf(dn, 1) || dn <= g.maxDist {
+		return false
+	}
+	return g.radar.dates() == 0 || g.maxRadar <= 0 || math.IsInf(dr, 1) || dr > g.maxRadar
 }

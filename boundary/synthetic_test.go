@@ -329,6 +329,33 @@ func BenchmarkDetect2500ha(b *testing.B) {
 	}
 }
 
+// BenchmarkDetect2500haRadar is BenchmarkDetect2500ha with 40 Sentinel-1
+// dates on a 20 m grid (Options.Radar).
+func BenchmarkDetect2500haRadar(b *testing.B) {
+	g := utmGrid(500, 500)
+	scenes := blocks(g, 50, 50, 30, 9)
+	rg := geo.Grid{EPSG: g.EPSG, X0: g.X0, Y0: g.Y0, DX: 20, DY: 20, Cols: 250, Rows: 250}
+	var radar []boundary.Scene
+	for d := range 40 {
+		radar = append(radar, &fakeScene{id: fmt.Sprintf("R%02d", d), grid: rg,
+			date: time.Date(2019, time.March, 16, 17, 30, 0, 0, time.UTC).AddDate(0, 0, 5*d),
+			band: func(name string, c, r int) (float64, bool) {
+				return math.Pow(10, (-10-float64((c/25+r/25+d)%5))/10), true
+			}})
+	}
+	aoi := gridAOI(b, g)
+	b.ResetTimer()
+	for range b.N {
+		res, err := boundary.Detect(context.Background(), scenes, aoi, boundary.Options{Radar: radar})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Fields) == 0 || len(res.RadarDates) != 40 {
+			b.Fatalf("%d fields, %d radar dates", len(res.Fields), len(res.RadarDates))
+		}
+	}
+}
+
 func TestDetectDropsThinStrips(t *testing.T) {
 	g := utmGrid(40, 30)
 	scenes := blocks(g, 20, 15, 12, 5)
@@ -471,6 +498,139 @@ func TestDetectBandsTellEquallyGreenCropsApart(t *testing.T) {
 				pixels = append(pixels, f.Pixels)
 			}
 			assert.Equal(t, tc.pixels, pixels)
+		})
+	}
+}
+
+// TestDetectProfileVetoKeepsCropsApart: two fields with crop calendars a
+// month and a half apart, joined by a gradual transition ten pixels wide
+// (mixed pixels, a headland sown in between), so no single pixel edge is
+// strong. Border strength alone merges them through the transition; the
+// veto on the regions' mean NDVI profiles keeps them apart.
+func TestDetectProfileVetoKeepsCropsApart(t *testing.T) {
+	g := utmGrid(60, 30)
+	const ramp = 10
+	rng := rand.New(rand.NewPCG(7, 3))
+	var scenes []boundary.Scene
+	for d := range 16 {
+		tt := float64(d) / 15
+		noise := make([]float64, g.Cols*g.Rows)
+		for i := range noise {
+			noise[i] = 0.02 * rng.NormFloat64()
+		}
+		scenes = append(scenes, &fakeScene{
+			id: fmt.Sprintf("S%02d", d), grid: g,
+			date: time.Date(2019, time.March, 15, 10, 50, 0, 0, time.UTC).AddDate(0, 0, 200*d/16),
+			ndvi: func(c, r int) float64 {
+				w := min(max(float64(c-(g.Cols-ramp)/2)/ramp, 0), 1) // 0 left, 1 right
+				left := 0.2 + 0.65/(1+math.Exp(-(tt-0.3)*12))
+				right := 0.2 + 0.65/(1+math.Exp(-(tt-0.55)*12))
+				return (1-w)*left + w*right + noise[r*g.Cols+c]
+			},
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   boundary.Options
+		fields int
+	}{
+		{"border strength alone merges them", boundary.Options{MaxShiftPixels: -1, BandWeight: -1, MaxProfileDistance: -1}, 1},
+		{"the profile veto keeps them apart", boundary.Options{MaxShiftPixels: -1, BandWeight: -1}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := boundary.Detect(context.Background(), scenes, gridAOI(t, g), tc.opts)
+			require.NoError(t, err)
+			var pixels []int
+			for _, f := range res.Fields {
+				pixels = append(pixels, f.Pixels)
+			}
+			require.Len(t, res.Fields, tc.fields, "pixels %v", pixels)
+			if tc.fields == 2 {
+				// Each keeps its own side and about half the transition.
+				for _, p := range pixels {
+					assert.InDelta(t, g.Cols*g.Rows/2, p, float64(6*g.Rows), "pixels %v", pixels)
+				}
+			}
+		})
+	}
+}
+
+// TestDetectRadarLiftsTheVeto: one crop whose left and right parts follow
+// NDVI calendars a month and a half apart (a patchy emergence), joined by
+// a gradual transition, with Sentinel-1 dates on a 20 m grid. The NDVI
+// profile veto alone splits it; radar profiles that agree lift the veto,
+// radar profiles 3 dB apart (two crops) do not, and radar on another CRS
+// is skipped.
+func TestDetectRadarLiftsTheVeto(t *testing.T) {
+	g := utmGrid(60, 30)
+	const ramp = 10
+	rng := rand.New(rand.NewPCG(11, 4))
+	var optical []boundary.Scene
+	for d := range 16 {
+		tt := float64(d) / 15
+		noise := make([]float64, g.Cols*g.Rows)
+		for i := range noise {
+			noise[i] = 0.02 * rng.NormFloat64()
+		}
+		optical = append(optical, &fakeScene{
+			id: fmt.Sprintf("S%02d", d), grid: g,
+			date: time.Date(2019, time.March, 15, 10, 50, 0, 0, time.UTC).AddDate(0, 0, 200*d/16),
+			ndvi: func(c, r int) float64 {
+				w := min(max(float64(c-(g.Cols-ramp)/2)/ramp, 0), 1)
+				left := 0.2 + 0.65/(1+math.Exp(-(tt-0.3)*12))
+				right := 0.2 + 0.65/(1+math.Exp(-(tt-0.55)*12))
+				return (1-w)*left + w*right + noise[r*g.Cols+c]
+			},
+		})
+	}
+	// radar is 30 Sentinel-1 dates on a 20 m grid (epsg), the right half
+	// offset by rightDB (backscatter −10 dB VV, −17 dB VH, ±0.5 dB noise).
+	radar := func(rightDB float64, epsg int) []boundary.Scene {
+		rg := geo.Grid{EPSG: epsg, X0: g.X0, Y0: g.Y0, DX: 20, DY: 20, Cols: g.Cols / 2, Rows: g.Rows / 2}
+		var out []boundary.Scene
+		for d := range 30 {
+			tt := float64(d) / 29
+			noise := make([]float64, rg.Cols*rg.Rows)
+			for i := range noise {
+				noise[i] = 0.5 * rng.NormFloat64()
+			}
+			out = append(out, &fakeScene{
+				id: fmt.Sprintf("R%02d", d), grid: rg,
+				date: time.Date(2019, time.March, 16, 17, 30, 0, 0, time.UTC).AddDate(0, 0, 6*d),
+				band: func(name string, c, r int) (float64, bool) {
+					db := -10 + 3*math.Sin(6*tt) + noise[r*rg.Cols+c]
+					if name == "VH" {
+						db -= 7
+					}
+					if 20*c >= 10*g.Cols/2 {
+						db += rightDB
+					}
+					return math.Pow(10, db/10), true
+				},
+			})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		radar         []boundary.Scene
+		fields, dates int
+	}{
+		{"without radar the veto splits it", nil, 2, 0},
+		{"radar that agrees lifts the veto", radar(0, 32631), 1, 30},
+		{"radar 3 dB apart keeps the veto", radar(3, 32631), 2, 30},
+		{"radar on another CRS is skipped", radar(0, 32632), 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := boundary.Detect(context.Background(), optical, gridAOI(t, g),
+				boundary.Options{MaxShiftPixels: -1, BandWeight: -1, Radar: tc.radar})
+			require.NoError(t, err)
+			var pixels []int
+			for _, f := range res.Fields {
+				pixels = append(pixels, f.Pixels)
+			}
+			assert.Len(t, res.Fields, tc.fields, "pixels %v", pixels)
+			assert.Len(t, res.RadarDates, tc.dates)
 		})
 	}
 }

@@ -19,4 +19,11 @@ var (
 	// ErrLocalAsset: a STAC item served over http(s) names a local file
 	// (file:// or a path) as an asset; it is refused.
 	ErrLocalAsset = errors.New("local asset in a remote STAC item")
+	// ErrUnsupportedSensor: a STAC item of a sensor cropkit does not read
+	// (Landsat, Sentinel-1…); the error is a *SensorError naming it.
+	ErrUnsupportedSensor = errors.New("unsupported sensor")
+	// ErrUnreadableAsset: no asset of a band is in a format and place cropkit
+	// reads (JPEG 2000 only, a requester-pays bucket…); the error is an
+	// *AssetError naming the band and the reason.
+	ErrUnreadableAsset = errors.New("no readable asset")
 )

@@ -71,10 +71,8 @@ func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []s
 // reserves the read's memory (for indices products to follow) from the
 // scene's budget; the caller calls release once done with the arrays.
 func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string, indices int) (fr *FieldRaster, release func(), err error) {
-	for _, name := range bands {
-		if _, ok := s.bands[name]; !ok {
-			return nil, nil, fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
-		}
+	if err := s.CheckBands(bands...); err != nil {
+		return nil, nil, err
 	}
 	b := field.Bound()
 	if len(field) == 0 || math.IsNaN(b.Min[0]) || math.IsInf(b.Min[0], 0) || math.IsInf(b.Max[0], 0) ||

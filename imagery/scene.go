@@ -72,6 +72,12 @@ type Scene struct {
 	budget   *Budget // never nil
 	client   *http.Client
 	openFn   func(ctx context.Context, name string) (io.ReaderAt, error)
+	// remote: the scene came from a network item, whose bands are only ever
+	// read over http(s), never from this machine's files.
+	remote bool
+	// unreadable are the bands the item names but no asset of which can be
+	// read, with the reason (JPEG 2000 only…).
+	unreadable map[string]*AssetError
 }
 
 // band is one raster of a scene, opened on first use.
@@ -113,21 +119,33 @@ func OpenScene(ctx context.Context, src string, opts SceneOptions) (*Scene, erro
 
 // OpenSTACItem opens a scene from a STAC item already fetched (raw is its
 // JSON), e.g. one returned by a catalogue search, so the item is not fetched
-// again. base is the item's URL (its self link) or file path: relative asset
-// hrefs resolve against it, and when it is an http(s) URL only http(s) asset
-// hrefs are accepted (a remote item must not name local files). Bands are read
+// again. base is the URL the item was fetched from (never its own self link,
+// which the catalogue chose) or its file path: relative asset hrefs resolve
+// against it, and when it is a URL the item's hrefs are only ever read over
+// http(s) (a remote item must not name local files: file:// and paths are
+// refused, s3:// of public buckets mapped to https). Bands are read
 // as OpenScene reads them: HTTP Range requests through opts.HTTPClient.
 func OpenSTACItem(ctx context.Context, raw []byte, base string, opts SceneOptions) (*Scene, error) {
-	isURL := strings.HasPrefix(base, "http://") || strings.HasPrefix(base, "https://")
+	isURL := remoteBase(base)
 	return newScene(ctx, base, isURL, opts, func(s *Scene) (time.Time, error) {
 		return s.parseSTAC(raw, base, isURL)
 	})
 }
 
+// remoteBase: base is the location of an item read over the network (any
+// URL scheme but file, s3:// included), not the path of a local file.
+func remoteBase(base string) bool {
+	scheme, _, ok := strings.Cut(base, "://")
+	if !ok {
+		return false
+	}
+	return !strings.EqualFold(scheme, "file")
+}
+
 // newScene is OpenScene and OpenSTACItem after the source is known: load
 // registers the bands and returns the item's date, if any.
 func newScene(ctx context.Context, src string, isURL bool, opts SceneOptions, load func(*Scene) (time.Time, error)) (*Scene, error) {
-	s := &Scene{bands: make(map[string]*band), client: opts.HTTPClient, openFn: opts.Open, maxPix: opts.MaxFieldPixels, budget: opts.Budget}
+	s := &Scene{bands: make(map[string]*band), client: opts.HTTPClient, openFn: opts.Open, maxPix: opts.MaxFieldPixels, budget: opts.Budget, remote: isURL}
 	if s.maxPix == 0 {
 		s.maxPix = DefaultMaxFieldPixels
 	}
@@ -203,7 +221,22 @@ func (s *Scene) addBand(b *band) {
 // init opens the reference band and the mask, and settles the date.
 func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallback time.Time, isURL bool) error {
 	if len(s.bands) == 0 {
+		// An item whose bands all exist only in unreadable assets says why.
+		names := append([]string{"B04", "B08", "B02", "B03"}, slices.Sorted(maps.Keys(s.unreadable))...)
+		for _, name := range names {
+			if e, ok := s.unreadable[name]; ok && name != "SCL" && name != "CLM" {
+				return fmt.Errorf("no readable band: %w", e)
+			}
+		}
 		return errors.New("no reflectance band (B01…B12, B8A) found")
+	}
+	if s.mask == nil {
+		// Reading without the mask the item names would count clouds.
+		for _, name := range []string{"SCL", "CLM"} {
+			if e, ok := s.unreadable[name]; ok {
+				return fmt.Errorf("mask: %w", e)
+			}
+		}
 	}
 	var ref *band
 	for _, name := range []string{"B04", "B08", "B02", "B03"} {
@@ -337,10 +370,16 @@ func (s *Scene) open(ctx context.Context, b *band) error {
 // the local file or HTTP Range requests. Remote reads outlive ctx's
 // cancellation (a scene outlives the request that opened it) but keep its values.
 func (s *Scene) openReader(ctx context.Context, src string) (io.ReaderAt, error) {
+	isHTTP := strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
+	if s.remote && !isHTTP {
+		// Never reached through parseSTAC, which refuses such hrefs: a
+		// second lock on this machine's files.
+		return nil, fmt.Errorf("%w: %q", ErrLocalAsset, src)
+	}
 	if s.openFn != nil {
 		return s.openFn(ctx, src)
 	}
-	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+	if isHTTP {
 		return geotiff.NewHTTPReaderAt(context.WithoutCancel(ctx), s.client, src)
 	}
 	return os.Open(src)
@@ -401,6 +440,23 @@ func (s *Scene) Grid() geo.Grid { return s.grid }
 // Bands lists the reflectance bands the scene holds.
 func (s *Scene) Bands() []string {
 	return slices.Sorted(maps.Keys(s.bands))
+}
+
+// CheckBands reports whether the scene can read every band of names: nil,
+// or an error wrapping ErrMissingBand for the first it cannot, with the
+// reason when the item names the band only in assets cropkit does not read
+// (an *AssetError: JPEG 2000 only…).
+func (s *Scene) CheckBands(names ...string) error {
+	for _, name := range names {
+		if _, ok := s.bands[name]; ok {
+			continue
+		}
+		if e, ok := s.unreadable[name]; ok {
+			return fmt.Errorf("%w: scene %s: %w", ErrMissingBand, s.id, e)
+		}
+		return fmt.Errorf("%w: %s (scene %s has %v)", ErrMissingBand, name, s.id, s.Bands())
+	}
+	return nil
 }
 
 // MaskBand is "SCL", "CLM" or "" when the scene has no mask.

@@ -68,6 +68,17 @@ func FuzzSTACItem(f *testing.F) {
 		`"assets":{"red":{"href":"B04.tif"},"nir":{"href":"B08.tif"},"scl":{"href":"SCL.tif"}}}`))
 	f.Add([]byte(`{"type":"Feature","id":"huge","properties":{"datetime":"2024-06-01T00:00:00Z"},` +
 		`"assets":{"B04_10m":{"href":"huge/B04.tif"},"B08_10m":{"href":"huge/B08.tif"},"SCL_20m":{"href":"huge/SCL.tif"}}}`))
+	// The real item documents of Earth Search, Planetary Computer and CDSE.
+	items := filepath.Join("..", "..", "shared", "data", "stac-items")
+	if env := os.Getenv("CROPKIT_SHARED"); env != "" {
+		items = filepath.Join(env, "data", "stac-items")
+	}
+	real, _ := filepath.Glob(filepath.Join(items, "*.json"))
+	for _, p := range real {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, item []byte) {
 		path := filepath.Join(t.TempDir(), "item.json")
 		if err := os.WriteFile(path, item, 0o600); err != nil {

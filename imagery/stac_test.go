@@ -87,8 +87,9 @@ func TestOpenSTACItem(t *testing.T) {
 	assert.Equal(t, time.Date(2022, 3, 15, 10, 56, 31, 123456000, time.UTC), s.Date())
 	fr, err := s.ReadField(context.Background(), wholeChip(t), []string{"B04", "B08"})
 	require.NoError(t, err)
-	// boa_offset_applied: the DNs are already harmonized, raster:bands' −0.1 is not applied again.
-	assert.InDelta(t, (1500+2)/1e4, fr.Bands["B04"][2*8+5], 1e-15)
+	// raster:bands' −0.1 comes first (boa_offset_applied is only the third
+	// rule); the nir asset without raster:bands takes boa_offset_applied.
+	assert.InDelta(t, (1500+2-1000)/1e4, fr.Bands["B04"][2*8+5], 1e-15)
 	assert.InDelta(t, (3000+50)/1e4, fr.Bands["B08"][2*8+5], 1e-15)
 	for _, r := range rs.requests() {
 		assert.NotContains(t, r, "item.json", "the item is not fetched again")
@@ -146,38 +147,9 @@ func TestSTACProjCodeFallback(t *testing.T) {
 	assert.ErrorContains(t, err, "no EPSG code")
 }
 
-func TestAssetHref(t *testing.T) {
-	alt := func(href string, alts map[string]string) stacAsset {
-		a := stacAsset{Href: href}
-		for k, v := range alts {
-			if a.Alternate == nil {
-				a.Alternate = map[string]struct {
-					Href string `json:"href"`
-				}{}
-			}
-			a.Alternate[k] = struct {
-				Href string `json:"href"`
-			}{v}
-		}
-		return a
-	}
-	tests := []struct {
-		name string
-		a    stacAsset
-		want string
-	}{
-		{"https href", alt("https://e.com/B04.tif", map[string]string{"s3": "s3://b/B04.tif"}), "https://e.com/B04.tif"},
-		{"relative href", alt("B04.tif", nil), "B04.tif"},
-		{"CDSE s3 href with https alternate", alt("s3://eodata/Sentinel-2/B04_10m.tif", map[string]string{"https": "https://download.example/B04_10m.tif"}), "https://download.example/B04_10m.tif"},
-		{"s3 href with http alternate only", alt("s3://eodata/B04.tif", map[string]string{"http": "http://mirror.example/B04.tif"}), "http://mirror.example/B04.tif"},
-		{"s3 href without alternate", alt("s3://eodata/B04.tif", nil), "s3://eodata/B04.tif"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, assetHref(tt.a))
-		})
-	}
-	// The whole item: an s3-only asset is refused with the scheme named.
+// An s3-only asset outside the public buckets is refused with the reason.
+func TestOpenSTACItemS3Only(t *testing.T) {
 	_, err := OpenSTACItem(context.Background(), []byte(`{"properties":{"datetime":"2024-06-01T10:00:00Z"},"assets":{"B04_10m":{"href":"s3://eodata/B04.tif"}}}`), "https://stac.example/items/x", SceneOptions{})
-	assert.ErrorContains(t, err, `unsupported href scheme "s3"`)
+	require.ErrorIs(t, err, ErrUnreadableAsset)
+	assert.ErrorContains(t, err, `band B04: s3://eodata is not a known public bucket: not supported`)
 }

@@ -57,11 +57,37 @@ type Client struct {
 	AllowPrivate bool
 	// UserAgent is sent when not empty.
 	UserAgent string
+	// Signer signs the asset requests of OpenScene whose host SignHost
+	// matches; nil means a SASSigner over PlanetaryComputerSASURL through
+	// HTTPClient.
+	Signer Signer
+	// SignHost reports whether requests to an asset host are signed; nil
+	// means IsPlanetaryComputerHost (*.blob.core.windows.net).
+	SignHost func(host string) bool
 
 	// defaultHC is the client made once when HTTPClient is nil, so that
 	// requests share its connections instead of each opening a transport.
 	defaultOnce sync.Once
 	defaultHC   *http.Client
+	// defaultSigner is the Planetary Computer signer made once when Signer
+	// is nil, so its tokens are cached across items.
+	signerOnce    sync.Once
+	defaultSigner *SASSigner
+}
+
+func (c *Client) signer() Signer {
+	if c.Signer != nil {
+		return c.Signer
+	}
+	c.signerOnce.Do(func() { c.defaultSigner = &SASSigner{URL: PlanetaryComputerSASURL, HTTPClient: c.httpClient()} })
+	return c.defaultSigner
+}
+
+func (c *Client) signHost() func(string) bool {
+	if c.SignHost != nil {
+		return c.SignHost
+	}
+	return IsPlanetaryComputerHost
 }
 
 // NewClient returns a Client whose requests go through the SSRF-guarded

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -54,9 +55,23 @@ type Item struct {
 	Links      []Link
 	// Raw is the item's JSON as served.
 	Raw json.RawMessage
-	// Base is the item's URL: its rel "self" link, else the URL of the page
-	// that listed it. Relative asset hrefs resolve against it.
+	// Base is the URL the item was fetched from: the search page that listed
+	// it or the item's own URL. Relative asset hrefs resolve against it; the
+	// item's self link never does (a catalogue could name a file:// or
+	// s3:// self link and so reach this machine's files).
 	Base string
+	// Self is the item's rel "self" link when it is an http(s) URL on the
+	// origin the item was fetched from, else "".
+	Self string
+}
+
+// Source is where the item can be read again: its self link (Self) when it
+// has a usable one, else Base.
+func (it Item) Source() string {
+	if it.Self != "" {
+		return it.Self
+	}
+	return it.Base
 }
 
 // rawItem is the wire form of an item.
@@ -111,10 +126,21 @@ func ParseItem(raw []byte, pageURL string) (Item, error) {
 	}
 	for _, l := range r.Links {
 		if l.Rel == "self" && l.Href != "" {
-			if u, err := resolve(pageURL, l.Href); err == nil {
-				it.Base = u
+			if u, err := resolve(pageURL, l.Href); err == nil && sameOrigin(u, pageURL) {
+				it.Self = u
 			}
 			break
+		}
+	}
+	if it.Collection == "" {
+		// Older items name their collection only in a link.
+		for _, l := range r.Links {
+			if l.Rel == "collection" {
+				if u, err := url.Parse(l.Href); err == nil {
+					it.Collection = path.Base(strings.TrimSuffix(u.Path, "/"))
+				}
+				break
+			}
 		}
 	}
 	return it, nil
@@ -131,6 +157,14 @@ func propTime(props map[string]json.RawMessage, key string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.UTC(), true
+}
+
+// sameOrigin: u is an http(s) URL with page's scheme and host.
+func sameOrigin(u, page string) bool {
+	a, err1 := url.Parse(u)
+	b, err2 := url.Parse(page)
+	return err1 == nil && err2 == nil && (a.Scheme == "http" || a.Scheme == "https") &&
+		strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
 }
 
 // resolve resolves href against base.
@@ -150,7 +184,11 @@ func resolve(base, href string) (string, error) {
 // files are read lazily with HTTP Range requests through the client's
 // HTTPClient (so through its SSRF guard) unless opts.HTTPClient is set.
 // Unless AllowPrivate, asset URLs naming literal private addresses are
-// refused before any request.
+// refused before any request. Relative hrefs resolve against item.Base (where
+// the item was fetched from), and an href naming a local file is refused.
+// Requests to hosts that need signing (Planetary Computer's blob storage
+// unless SignHost says otherwise) carry the Signer's token for the item's
+// collection; the scene's sources stay unsigned.
 func (c *Client) OpenScene(ctx context.Context, item Item, opts imagery.SceneOptions) (*imagery.Scene, error) {
 	if !c.AllowPrivate {
 		for key, a := range item.Assets {
@@ -168,6 +206,7 @@ func (c *Client) OpenScene(ctx context.Context, item Item, opts imagery.SceneOpt
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = c.httpClient()
 	}
+	opts.HTTPClient = signingClient(opts.HTTPClient, c.signer(), item.Collection, c.signHost())
 	s, err := imagery.OpenSTACItem(ctx, item.Raw, item.Base, opts)
 	if err != nil {
 		return nil, fmt.Errorf("stac: item %s: %w", item.ID, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/stac"
 )
 
@@ -336,7 +337,7 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	st := w.core.Store()
 	rec := archive.SceneItem{Collection: args.Collection, ID: it.ID, Datetime: it.Datetime, Updated: args.Updated,
-		Source: it.Base, Fields: map[int64]int64{}}
+		Source: it.Source(), Fields: map[int64]int64{}}
 	ids := make([]int64, 0, len(args.Fields))
 	for _, ref := range args.Fields {
 		f, err := st.FieldByID(ctx, ref.ID)
@@ -366,10 +367,14 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 		return nil // every field deleted since
 	}
 	res, err := w.ingestItem(ctx, it, ids)
+	// An item cropkit refuses to read (another sensor, JPEG 2000 only, local
+	// files) fails at once with the reason: retrying cannot change it.
+	refused := errors.Is(err, imagery.ErrUnsupportedSensor) || errors.Is(err, imagery.ErrUnreadableAsset) ||
+		errors.Is(err, imagery.ErrLocalAsset)
 	switch {
 	case err == nil:
 		rec.State = archive.ItemIngested
-	case last:
+	case last || refused:
 		rec.State, rec.Error, rec.Fields = archive.ItemFailed, err.Error(), nil
 	default:
 		rec.State, rec.Error, rec.Fields = archive.ItemRetrying, err.Error(), nil
@@ -380,6 +385,9 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	if err != nil {
 		w.log.WarnContext(ctx, "item ingestion failed", "item", it.ID, "state", rec.State, "err", err)
+		if refused {
+			return river.JobCancel(err)
+		}
 		return err
 	}
 	w.log.InfoContext(ctx, "item ingested", "item", it.ID, "date", res.Date, "fields", res.Fields,
@@ -412,5 +420,5 @@ func (w *Watcher) ingestItem(ctx context.Context, it stac.Item, ids []int64) (ar
 	}
 	defer scene.Close()
 	// Recorded as a source, so boundary detection can read the item again.
-	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Base})
+	return w.core.IngestScene(ctx, scene, archive.IngestOptions{Fields: ids, Source: it.Source()})
 }

@@ -66,6 +66,11 @@ type Config struct {
 	JobTimeout time.Duration
 	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
 	Client *stac.Client
+	// SignURL names a SAS token service (URL/token/{collection}) whose tokens
+	// sign every asset request (cropkit's --sign-url); "" signs only Planetary
+	// Computer's blob storage, with its public token service. It applies to
+	// the watcher's own client (Client nil).
+	SignURL string
 	// Metrics records the watcher's metrics; nil records none.
 	Metrics *Metrics
 	// Logger receives the watcher's logs; nil discards them.
@@ -144,6 +149,12 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if w.client == nil {
 		w.client = stac.NewClient(cfg.AllowPrivate, 0)
 		w.client.UserAgent = "cropkit-watch"
+		if cfg.SignURL != "" {
+			// The operator named the token service: it may be private.
+			if err := w.client.UseTokenService(cfg.SignURL, webhook.NewClient(true, stac.DefaultTimeout)); err != nil {
+				return nil, fmt.Errorf("watch: %w", err)
+			}
+		}
 		// Only a client of our own is instrumented: a caller's may be in use.
 		if w.metrics != nil {
 			hc := w.client.HTTPClient

@@ -24,7 +24,6 @@ import (
 
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/colormap"
-	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 )
 
@@ -45,6 +44,8 @@ type indexJob struct {
 	timings bool
 	// cpuProfile names a file for a CPU profile of the run (go tool pprof).
 	cpuProfile string
+	// signURL is --sign-url: the SAS token service signing remote items' assets.
+	signURL string
 }
 
 // runIndex computes per-field index statistics and PNGs:
@@ -66,6 +67,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Twice the CPUs: file creation and renames block, decoding does not.
 	fs.IntVar(&job.workers, "workers", 2*runtime.GOMAXPROCS(0), "fields processed concurrently")
 	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
+	fs.StringVar(&job.signURL, "sign-url", "", signURLUsage)
 	fs.StringVar(&job.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -160,9 +162,12 @@ func (s *stepTimes) print(w io.Writer, wall time.Duration, workers int) {
 func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, stderr io.Writer) error {
 	start := time.Now()
 	var times stepTimes
-	fields, err := readFieldFile(job.fields)
+	fields, problems, err := readFieldFile(job.fields)
 	if err != nil {
 		return err
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "cropkit index: %s: skipped\n", p)
 	}
 	t0 := time.Now()
 	scenes := make([]*imagery.Scene, 0, len(job.scenes))
@@ -172,11 +177,20 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		}
 	}()
 	for _, src := range job.scenes {
-		s, err := imagery.OpenScene(ctx, src, imagery.SceneOptions{Date: job.date})
+		s, err := openSceneArg(ctx, src, imagery.SceneOptions{Date: job.date}, job.signURL)
 		if err != nil {
-			return err
+			if len(job.scenes) == 1 || ctx.Err() != nil {
+				return err
+			}
+			// The other scenes are still computed; the run fails at the end.
+			problems = append(problems, fmt.Sprintf("scene %s: %v", src, err))
+			fmt.Fprintf(stderr, "cropkit index: scene %s: %v: skipped\n", src, err)
+			continue
 		}
 		scenes = append(scenes, s)
+	}
+	if len(scenes) == 0 {
+		return fmt.Errorf("no scene could be opened: %s", strings.Join(problems, "; "))
 	}
 	// mean_variation follows the scenes in date order.
 	sort.SliceStable(scenes, func(i, j int) bool { return scenes[i].Date().Before(scenes[j].Date()) })
@@ -188,10 +202,8 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 	for _, s := range scenes {
 		for _, name := range job.indices {
 			ix, _ := cat.Lookup(name)
-			for _, b := range ix.Bands {
-				if !slices.Contains(s.Bands(), b) {
-					return fmt.Errorf("scene %s lacks band %s needed by %s", s.ID(), b, name)
-				}
+			if err := s.CheckBands(ix.Bands...); err != nil {
+				return fmt.Errorf("index %s: %w", name, err)
 			}
 		}
 	}
@@ -231,6 +243,14 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 			defer buffers.Put(buf)
 			err := job.field(gctx, f, scenes, cat, &enc, buf, &times, &counts, note)
 			bar.Add(1)
+			if err != nil && gctx.Err() == nil {
+				// One field's failure does not stop the others.
+				outMu.Lock()
+				problems = append(problems, err.Error())
+				outMu.Unlock()
+				note("cropkit index: %v", err)
+				return nil
+			}
 			return err
 		})
 	}
@@ -247,6 +267,9 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		len(fields), len(scenes), counts.products.Load(), counts.skipped.Load(), wall.Round(time.Millisecond))
 	if job.timings {
 		times.print(stderr, wall, job.workers)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problem(s), the other fields were written: %s", len(problems), strings.Join(problems, "; "))
 	}
 	if counts.products.Load() == 0 {
 		return errors.New("no product written: every field was outside the scenes or without clear pixels")
@@ -384,42 +407,45 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // readFieldFile reads the named polygons of a GeoJSON file; names come from
 // properties.field_name, else properties.name, and must be unique and usable
-// as folder names.
-func readFieldFile(path string) ([]namedField, error) {
-	data, err := os.ReadFile(path)
+// as folder names. A feature that breaks a rule (no name, a second use of a
+// name, an invalid polygon) is left out and named in problems, so the other
+// fields are still computed; it is an error only when no field is usable.
+func readFieldFile(path string) (fields []namedField, problems []string, err error) {
+	feats, err := readFieldFeatures(path)
 	if err != nil {
-		return nil, fmt.Errorf("--fields: %w", err)
-	}
-	feats, err := geo.ReadFeatures(data)
-	if err != nil {
-		return nil, fmt.Errorf("--fields %s: %w", path, err)
+		return nil, nil, fmt.Errorf("--fields: %w", err)
 	}
 	if len(feats) == 0 {
-		return nil, fmt.Errorf("--fields %s: no feature", path)
+		return nil, nil, fmt.Errorf("--fields %s: no feature", path)
 	}
-	out := make([]namedField, 0, len(feats))
 	seen := map[string]bool{}
-	for i, f := range feats {
-		name, _ := f.Properties["field_name"].(string)
-		if name == "" {
-			name, _ = f.Properties["name"].(string)
-		}
+	for _, f := range feats {
+		name := f.name
+		var problem error
 		switch {
+		case f.err != nil:
+			problem = f.err
 		case name == "":
-			return nil, fmt.Errorf("--fields %s: feature %d has no properties.field_name or properties.name", path, i)
+			problem = errors.New("no properties.field_name or properties.name")
 		case name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00"):
-			return nil, fmt.Errorf("--fields %s: feature %d: field name %q cannot be a folder name", path, i, name)
+			problem = fmt.Errorf("field name %q cannot be a folder name", name)
 		case seen[name]:
-			return nil, fmt.Errorf("--fields %s: field name %q appears twice", path, name)
+			problem = fmt.Errorf("field name %q appears twice", name)
+		default:
+			// The server's rules, so a field the CLI accepts registers too.
+			problem = archive.ValidateOutline(f.feat.Geometry, archive.Limits{})
+		}
+		if problem != nil {
+			problems = append(problems, fmt.Sprintf("field %s (feature %d): %v", f.label(), f.index, problem))
+			continue
 		}
 		seen[name] = true
-		// The server's rules, so a field the CLI accepts registers too.
-		if err := archive.ValidateOutline(f.Geometry, archive.Limits{}); err != nil {
-			return nil, fmt.Errorf("--fields %s: field %q: %w", path, name, err)
-		}
-		out = append(out, namedField{name: name, geom: f.Geometry})
+		fields = append(fields, namedField{name: name, geom: f.feat.Geometry})
 	}
-	return out, nil
+	if len(fields) == 0 {
+		return nil, problems, fmt.Errorf("--fields %s: no usable field: %s", path, strings.Join(problems, "; "))
+	}
+	return fields, problems, nil
 }
 
 // sortFields orders fields north to south in bands of 512 pixels of s's

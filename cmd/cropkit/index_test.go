@@ -159,8 +159,9 @@ func TestReadFieldFileNames(t *testing.T) {
 		{"type":"Feature","properties":{"field_name":"north","name":"ignored"},"geometry":` + poly + `},
 		{"type":"Feature","properties":{"name":"south"},"geometry":` + poly + `}]}`
 	require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
-	fs, err := readFieldFile(path)
+	fs, problems, err := readFieldFile(path)
 	require.NoError(t, err)
+	assert.Empty(t, problems)
 	require.Len(t, fs, 2)
 	assert.Equal(t, "north", fs[0].name)
 	assert.Equal(t, "south", fs[1].name)
@@ -168,13 +169,16 @@ func TestReadFieldFileNames(t *testing.T) {
 	for _, bad := range []string{`"../x"`, `"a/b"`, `".."`} {
 		doc := `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"field_name":` + bad + `},"geometry":` + poly + `}]}`
 		require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
-		_, err := readFieldFile(path)
+		_, _, err := readFieldFile(path)
 		assert.ErrorContains(t, err, "folder name", bad)
 	}
 	dup := `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"a"},"geometry":` + poly + `},{"type":"Feature","properties":{"name":"a"},"geometry":` + poly + `}]}`
 	require.NoError(t, os.WriteFile(path, []byte(dup), 0o644))
-	_, err = readFieldFile(path)
-	assert.ErrorContains(t, err, "twice")
+	fs, problems, err = readFieldFile(path)
+	require.NoError(t, err)
+	assert.Len(t, fs, 1)
+	require.Len(t, problems, 1)
+	assert.Contains(t, problems[0], "twice")
 }
 
 // BenchmarkFieldPNG renders a 100 ha field (100×100 px) with the ndvi ramp.

@@ -107,7 +107,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	reg, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
 	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
-		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL})
+		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL, SignURL: mon.signURL})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/watch"
 )
 
@@ -24,6 +25,8 @@ type watchOptions struct {
 	backfill            watch.Backfill
 	maxCloud            float64
 	jobTimeout          time.Duration
+	// signURL is --sign-url: the SAS token service signing the items' assets.
+	signURL string
 }
 
 func addWatchFlags(fs *flag.FlagSet) *watchOptions {
@@ -33,6 +36,7 @@ func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	fs.DurationVar(&o.poll, "poll", watch.DefaultPoll, "catalogue poll interval (0: no polling, only backfills of new fields)")
 	fs.Var(&o.backfill, "backfill", "history ingested for a newly registered field: days (90d), a duration (36h) or a date YYYY-MM-DD")
 	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an item is never read")
+	fs.StringVar(&o.signURL, "sign-url", "", signURLUsage)
 	fs.DurationVar(&o.jobTimeout, "job-timeout", watch.DefaultJobTimeout, "time limit of one job (an item's ingestion); a dead worker's job runs again 5s after it (plus up to 30s)")
 	return o
 }
@@ -47,7 +51,7 @@ func (o *watchOptions) check() error {
 	if o.maxCloud < 0 || o.maxCloud > 100 {
 		return fmt.Errorf("--max-cloud %v is not a percentage", o.maxCloud)
 	}
-	return nil
+	return configureSigning(&stac.Client{}, o.signURL)
 }
 
 func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch.Metrics, logger *slog.Logger) watch.Config {
@@ -56,6 +60,7 @@ func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch
 	if o.poll == 0 {
 		cfg.Poll = -1 // off (0 is the default in watch.Config)
 	}
+	cfg.SignURL = o.signURL
 	if o.maxCloud == 0 {
 		cfg.MaxCloud = math.SmallestNonzeroFloat64 // cloudless items only
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/paulmach/orb"
 
-	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/zoning"
@@ -42,7 +41,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, zonesUsage); fs.PrintDefaults() }
 	var scenes sceneList
-	fs.Var(&scenes, "scene", "scene folder (repeatable)")
+	fs.Var(&scenes, "scene", "scene folder, STAC item JSON path or http(s) URL (repeatable)")
 	fieldsPath := fs.String("fields", "", "GeoJSON FeatureCollection of fields (EPSG:4326)")
 	fieldName := fs.String("field", "", "name of the field (property name or field_name); optional when the file has one field")
 	index := fs.String("index", "ndvi", "crop-health index")
@@ -62,6 +61,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	seed := fs.Uint64("seed", 0, "k-means seed")
 	timings := fs.Bool("timings", false, "print step times to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
+	signURL := signURLFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	for _, dir := range scenes {
 		bar.Add(1)
 		// --date also dates a scene whose files and folder name carry no date.
-		sc, err := imagery.OpenScene(ctx, dir, imagery.SceneOptions{Date: day})
+		sc, err := openSceneArg(ctx, dir, imagery.SceneOptions{Date: day}, *signURL)
 		if errors.Is(err, imagery.ErrNoDate) {
 			return fmt.Errorf("%w: give its date with --date", err)
 		}
@@ -214,26 +214,23 @@ func sameDay(a, b time.Time) bool {
 // readField returns the named field of a GeoJSON file (EPSG:4326), or its
 // only field when name is empty.
 func readField(path, name string) (orb.MultiPolygon, error) {
-	data, err := os.ReadFile(path)
+	// Feature by feature: another field's broken polygon does not stop this one.
+	feats, err := readFieldFeatures(path)
 	if err != nil {
 		return nil, err
-	}
-	feats, err := geo.ReadFeatures(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if name == "" {
 		if len(feats) != 1 {
 			return nil, fmt.Errorf("%s has %d fields: name one with --field", path, len(feats))
 		}
-		return feats[0].Geometry, nil
+		return feats[0].geometry(path)
 	}
 	var names []string
 	for _, f := range feats {
-		if f.Name == name {
-			return f.Geometry, nil
+		if f.name == name {
+			return f.geometry(path)
 		}
-		names = append(names, f.Name)
+		names = append(names, f.name)
 	}
 	slices.Sort(names)
 	return nil, fmt.Errorf("%s has no field %q (it has %s)", path, name, strings.Join(names, ", "))

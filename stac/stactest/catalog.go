@@ -67,6 +67,11 @@ type Options struct {
 	// AllowWholeFile accepts band GETs without a Range header; by default
 	// each one fails the test.
 	AllowWholeFile bool
+	// AssetToken, when set, makes the band files behave like Planetary
+	// Computer's blob storage: a request without sig=AssetToken in its query
+	// is answered 403 (counted in Stats.Unsigned), and the catalogue serves
+	// a SAS token service at URL()+"/sas" (GET /sas/token/{collection}).
+	AssetToken string
 }
 
 // Stats counts the requests the catalogue answered.
@@ -79,6 +84,9 @@ type Stats struct {
 	WholeFileGETs int
 	// Failed counts answers of SetDown, FailNext and FailAsset.
 	Failed int
+	// Unsigned counts band requests refused for lacking Options.AssetToken;
+	// Tokens the token service's answers.
+	Unsigned, Tokens int
 }
 
 // ItemStats counts the band file requests of one item.
@@ -269,8 +277,15 @@ func (c *Catalog) serve(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/collections/"):
 		c.count(func(s *Stats) { s.ItemGets++ })
 		c.item(w, path)
+	case isAsset && c.opts.AssetToken != "" && r.URL.Query().Get("sig") != c.opts.AssetToken:
+		c.count(func(s *Stats) { s.Unsigned++ })
+		http.Error(w, "AuthenticationFailed", http.StatusForbidden)
 	case isAsset:
 		c.asset(w, r, path)
+	case c.opts.AssetToken != "" && strings.HasPrefix(path, "/sas/token/"):
+		c.count(func(s *Stats) { s.Tokens++ })
+		writeJSON(w, http.StatusOK, map[string]any{"token": "st=2024-01-01T00%3A00%3A00Z&sp=rl&sig=" + c.opts.AssetToken,
+			"msft:expiry": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
 	default:
 		http.NotFound(w, r)
 	}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/internal/demodata"
+	"github.com/cropkit/cropkit/internal/testenv"
+	"github.com/cropkit/cropkit/stac/stactest"
+)
+
+// cropkit index --scene <item URL> reads real item documents (served on
+// loopback, pixels local) with the catalogue's rules: the same reports as
+// the chip's folder, Planetary Computer assets fetched only signed with
+// --sign-url, the archive's offset undone; refused items name the reason.
+func TestIndexRemoteRealItems(t *testing.T) {
+	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	ri := stactest.ServeRealItems(t, chip)
+
+	ref := t.TempDir()
+	_, err := runIndexArgs(t, "--scene", chip, "--fields", fields, "--index", "ndvi,ndmi", "--out", ref)
+	require.NoError(t, err)
+
+	for _, name := range []string{"pc-s2l2a-S2B", "earthsearch-v1-s2l2a-S2A_32TMT_20200305_1", "earthsearch-v0"} {
+		t.Run(name, func(t *testing.T) {
+			it := ri.Item(t, name)
+			u := it.URL
+			if strings.HasPrefix(name, "earthsearch-v0") {
+				u = strings.Replace(u, "127.0.0.1", "localhost", 1) // named by host name
+			}
+			out := t.TempDir()
+			_, err := runIndexArgs(t, "--scene", u, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+			require.NoError(t, err)
+			for _, idx := range []string{"ndvi", "ndmi"} {
+				want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-20", idx+".json"))
+				got := readReport(t, filepath.Join(out, "UES-03", "2019-06-20", idx+".json"))
+				assert.Equal(t, want.Stats, got.Stats, idx)
+			}
+		})
+	}
+	assert.Zero(t, ri.Unsigned(), "Planetary Computer hrefs are requested only signed")
+	assert.Positive(t, ri.BlobRequests())
+
+	// Without --sign-url the Planetary Computer-like host (not on
+	// *.blob.core.windows.net) answers 403, named in the error.
+	_, err = runIndexArgs(t, "--scene", ri.Item(t, "pc-s2l2a-S2B").URL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "403")
+
+	for name, reason := range map[string]string{
+		"cdse-s2l2a-S2A_MSIL2A_20241107": "JPEG 2000 only (CDSE): not supported",
+		"pc-landsat":                     "Landsat 9 item: not supported",
+		"earthsearch-v1-s1grd":           "Sentinel-1 item: not supported",
+	} {
+		_, err := runIndexArgs(t, "--scene", ri.Item(t, name).URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), reason)
+	}
+}
+
+// A fields file with one invalid polygon: the other fields are written,
+// the bad one is named, and the command fails at the end.
+func TestIndexKeepsGoingPastABadField(t *testing.T) {
+	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	data, err := os.ReadFile(testenv.DataDir(t, "fields", "flanders-31UES.geojson"))
+	require.NoError(t, err)
+	var fc map[string]any
+	require.NoError(t, json.Unmarshal(data, &fc))
+	feats := fc["features"].([]any)
+	n := len(feats)
+	bowtie := map[string]any{"type": "Feature", "properties": map[string]any{"name": "BOWTIE"},
+		"geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.75}, {4.07, 50.74}, {4.06, 50.75}, {4.06, 50.74}}}}}
+	twoPoints := map[string]any{"type": "Feature", "properties": map[string]any{"name": "BROKEN"},
+		"geometry": map[string]any{"type": "Polygon", "coordinates": [][][2]float64{{{4.06, 50.74}, {4.07, 50.75}}}}}
+	fc["features"] = append([]any{bowtie}, append(feats, twoPoints)...)
+	path := filepath.Join(t.TempDir(), "fields.geojson")
+	data, err = json.Marshal(fc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	out := t.TempDir()
+	stderr, err := runIndexArgs(t, "--scene", chip, "--fields", path, "--index", "ndvi", "--out", out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `field "BOWTIE"`)
+	assert.Contains(t, err.Error(), `field "BROKEN"`)
+	assert.Contains(t, stderr, `field "BOWTIE" (feature 0)`)
+	written, err := filepath.Glob(filepath.Join(out, "*", "2019-06-20", "ndvi.json"))
+	require.NoError(t, err)
+	assert.Len(t, written, n, "every good field written")
+	assert.NoDirExists(t, filepath.Join(out, "BOWTIE"))
+
+	// zones for one good field of the same file works.
+	zout := filepath.Join(t.TempDir(), "zones.geojson")
+	var zerr strings.Builder
+	err = runZones(t.Context(), []string{"--scene", chip, "--fields", path, "--field", "UES-03", "--zones", "3", "--out", zout}, strings.NewReader(""), &zerr, &zerr)
+	require.NoError(t, err, zerr.String())
+	assert.FileExists(t, zout)
+	// …and names the bad one when it is the one asked for.
+	err = runZones(t.Context(), []string{"--scene", chip, "--fields", path, "--field", "BROKEN", "--zones", "3", "--out", zout}, strings.NewReader(""), &zerr, &zerr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `field "BROKEN"`)
+}
+
+// cropkit ingest of remote item URLs: a Planetary Computer item is read
+// signed with --sign-url and stored under its unsigned URL, with the same
+// products as the chip's folder; a Landsat item is refused, named.
+func TestIngestRemoteRealItems(t *testing.T) {
+	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	ri := stactest.ServeRealItems(t, chip)
+	ctx := context.Background()
+	setup := func() string {
+		dir := t.TempDir()
+		st, err := archive.Open(ctx, dir, true, archive.Config{})
+		require.NoError(t, err)
+		_, _, err = st.EnsureAdmin(ctx)
+		require.NoError(t, err)
+		admin, err := st.UserByName(ctx, "admin")
+		require.NoError(t, err)
+		feats, err := geo.ReadFeatures(demodata.Fields())
+		require.NoError(t, err)
+		_, err = st.Store().InsertField(ctx, archive.Field{OwnerID: admin.ID, Name: feats[0].Name, Indices: []string{"ndvi"}, Geometry: feats[0].Geometry}, 0)
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		return dir
+	}
+	mean := func(dir string) (float64, []string) {
+		st, err := archive.Open(ctx, dir, false, archive.Config{})
+		require.NoError(t, err)
+		defer st.Close()
+		admin, err := st.UserByName(ctx, "admin")
+		require.NoError(t, err)
+		fs, err := st.Fields(ctx, admin, nil)
+		require.NoError(t, err)
+		require.Len(t, fs, 1)
+		ps, err := st.UsableProducts(ctx, fs[0], "ndvi", "", "")
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		recs, err := st.Store().ScenesIntersecting(ctx, orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}, "", "")
+		require.NoError(t, err)
+		var sources []string
+		for _, r := range recs {
+			sources = append(sources, r.Source)
+		}
+		return ps[0].Mean, sources
+	}
+	ref := setup()
+	code, _, errOut := runCmd(t, "", "ingest", "--data", ref, chip)
+	require.Equal(t, 0, code, errOut)
+	want, _ := mean(ref)
+
+	dir := setup()
+	pc := ri.Item(t, "pc-s2l2a-S2B")
+	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, pc.URL)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 usable")
+	got, sources := mean(dir)
+	assert.InDelta(t, want, got, 1e-12, "the offset of baseline 05.10 undone")
+	assert.Equal(t, []string{pc.URL}, sources)
+	assert.Zero(t, ri.Unsigned())
+
+	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, ri.Item(t, "pc-landsat").URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "Landsat 9 item: not supported")
+}
+
+func TestNamesPrivateHost(t *testing.T) {
+	ctx := context.Background()
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:8080/item.json":     true,
+		"http://localhost:8080/item.json":     true,
+		"http://[::1]/item.json":              true,
+		"http://10.1.2.3/item.json":           true,
+		"https://8.8.8.8/item.json":           false,
+		"http://169.254.169.254/latest":       true,
+		"https://no-such-host.invalid/x.json": false,
+	} {
+		assert.Equal(t, want, namesPrivateHost(ctx, u), u)
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/paulmach/orb"
 )
 
 // IngestResult summarises the ingestion of one scene (POST /scenes/ingest).
@@ -143,4 +146,82 @@ type HistoryRow struct {
 	MeanVariation float64 `json:"mean_variation"`
 	PreviousDate  *string `json:"previous_date"`
 	Scene         string  `json:"scene"`
+}
+
+// Upload describes one stored upload for custom zone layers (/files/upload,
+// /files/uploads): a shapefile set or a raster.
+type Upload struct {
+	Filename   string   `json:"filename"`
+	Kind       string   `json:"kind"` // shapefile or raster
+	Files      []string `json:"files"`
+	Records    int      `json:"records,omitempty"`
+	Attributes []string `json:"attributes,omitempty"`
+	EPSG       int      `json:"epsg,omitempty"`
+	// Width and Height are a raster's size in cells, PixelSize its cell
+	// size in CRS units, NoData its nodata value when it has one.
+	Width     int      `json:"width,omitempty"`
+	Height    int      `json:"height,omitempty"`
+	PixelSize float64  `json:"pixel_size,omitempty"`
+	NoData    *float64 `json:"nodata,omitempty"`
+	// UploadedAt is when it was stored, to the second (UTC).
+	UploadedAt time.Time `json:"uploaded_at"`
+}
+
+// Uploads is a field's stored uploads (/files/upload, /files/uploads).
+type Uploads struct {
+	FieldName string   `json:"field_name"`
+	Uploads   []Upload `json:"uploads"`
+}
+
+// Boundaries is the answer of field boundary detection (§4.6): the
+// detected fields as a GeoJSON FeatureCollection (EPSG:4326, largest
+// first), the imagery dates used and, when registered, the fields' names
+// (also each feature's properties.field_name).
+type Boundaries struct {
+	BoundaryCollection
+	Dates      []string `json:"dates"`
+	Registered []string `json:"registered"`
+}
+
+// BoundaryCollection is detected fields as GeoJSON (boundary.Result's form).
+type BoundaryCollection struct {
+	Type     string            `json:"type"` // "FeatureCollection"
+	Features []BoundaryFeature `json:"features"`
+}
+
+// BoundaryFeature is one detected field.
+type BoundaryFeature struct {
+	Type       string             `json:"type"` // "Feature"
+	ID         int                `json:"id"`
+	Geometry   PolygonGeometry    `json:"geometry"`
+	Properties BoundaryProperties `json:"properties"`
+}
+
+// PolygonGeometry is a GeoJSON Polygon.
+type PolygonGeometry struct {
+	Type        string      `json:"type"` // "Polygon"
+	Coordinates orb.Polygon `json:"coordinates"`
+}
+
+// BoundaryProperties are a detected field's properties.
+type BoundaryProperties struct {
+	AreaHa     float64 `json:"area_ha"`
+	Confidence float64 `json:"confidence"`
+	// FieldName is the field registered for it (only when registered).
+	FieldName string `json:"field_name,omitempty"`
+}
+
+// FieldSeasons is a field's metadata seasons (/fields/metadata/list): §2.2
+// records by start date, as the metadata package encodes them.
+type FieldSeasons struct {
+	FieldName string          `json:"field_name"`
+	Seasons   json.RawMessage `json:"seasons"`
+}
+
+// MetadataRegistered answers /fields/metadata/register.
+type MetadataRegistered struct {
+	Message   string `json:"message"`
+	FieldName string `json:"field_name"`
+	StartDate string `json:"start_date"`
+	Seasons   int    `json:"seasons"` // seasons now stored for the field
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,20 +12,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/render"
 )
 
 // DefaultMinClear is the clear fraction from which a field's image is usable.
 const DefaultMinClear = 0.6
 
-// DBFile is the database file name inside a data directory.
-const DBFile = "cropkit.db"
-
 // Config configures an Archive. Store and Blobs are required.
 type Config struct {
 	Store Store
 	Blobs Blobs
+	// CloseBlobs makes Close close Blobs too when it is an io.Closer (the
+	// archive then owns them, as it always owns Store).
+	CloseBlobs bool
 	// TempDir holds uploads being received (scene bands); it is emptied by
 	// New. "" means a directory of the system's.
 	TempDir string
@@ -80,7 +81,7 @@ type Archive struct {
 	workers   int
 	limits    Limits
 	log       *slog.Logger
-	png       *colormap.Encoder
+	render    *render.Renderer
 	allowPriv bool
 	signURL   string
 	maxPixels int64
@@ -91,8 +92,8 @@ type Archive struct {
 	hooks     *webhooks
 	logins    chan struct{} // bcrypt slots
 	cache     *readCache    // hot reads in memory (readcache.go); nil: none
-	// closeBlobs is closed with the store when OpenURL opened it.
-	closeBlobs Blobs
+	// closeBlobs: Close closes blobs too (Config.CloseBlobs).
+	closeBlobs bool
 	// outlines orders, within this process, an upload's write and version
 	// check against an outline change of the same field (striped by field
 	// id): without it a field reshaped in a loop could starve an upload.
@@ -112,9 +113,9 @@ func New(cfg Config) (*Archive, error) {
 	}
 	a := &Archive{
 		store: cfg.Store, blobs: cfg.Blobs, tempDir: cfg.TempDir, cat: cfg.Catalogue, minClear: cfg.MinClear,
-		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger, png: colormap.NewEncoder(),
+		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger,
 		allowPriv: cfg.IngestAllowPrivate, signURL: cfg.SignURL, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
-		hook: cfg.StepHook,
+		hook: cfg.StepHook, closeBlobs: cfg.CloseBlobs,
 		// One bcrypt at a time per CPU at most: logins queue instead of
 		// taking every core from downloads.
 		logins: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
@@ -122,6 +123,7 @@ func New(cfg Config) (*Archive, error) {
 	if a.cat == nil {
 		a.cat = imagery.NewCatalogue()
 	}
+	a.render = render.New(a.cat)
 	a.cache = newReadCache(cfg.Store)
 	if a.minClear <= 0 {
 		a.minClear = DefaultMinClear
@@ -153,36 +155,11 @@ func New(cfg Config) (*Archive, error) {
 	return a, nil
 }
 
-// Open opens (or, with create, creates) the embedded archive of a data
-// directory: DIR/cropkit.db, product files under DIR, uploads received in
-// DIR/tmp (emptied). Long-running processes (serve, watch) then call
-// RunSweeps for what a crash may have left; short commands do not walk the
-// files. Closing the archive closes the store.
-func Open(ctx context.Context, dir string, create bool, cfg Config) (*Archive, error) {
-	if dir == "" {
-		return nil, Invalid("empty data directory")
-	}
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && !create {
-		return nil, fmt.Errorf("data directory %s does not exist: %w", dir, ErrNotFound)
-	}
-	st, err := OpenSQLite(ctx, filepath.Join(dir, DBFile), create)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Store, cfg.Blobs, cfg.TempDir = st, DirBlobs{Root: dir}, filepath.Join(dir, "tmp")
-	a, err := New(cfg)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return a, nil
-}
-
-// Close closes the store (and the blobs OpenURL opened).
+// Close closes the store (and the blobs, with Config.CloseBlobs).
 func (a *Archive) Close() error {
 	err := a.store.Close()
-	if a.closeBlobs != nil {
-		err = errors.Join(err, closeBlobs(a.closeBlobs))
+	if c, ok := a.blobs.(io.Closer); ok && a.closeBlobs {
+		err = errors.Join(err, c.Close())
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/boundary"
 	"github.com/cropkit/cropkit/geo"
 )
@@ -123,4 +124,24 @@ func orOpen(d string) string {
 		return "any date"
 	}
 	return d
+}
+
+// Boundaries is DetectBoundaries as answered (api.Boundaries): the detected
+// fields as GeoJSON, the imagery dates used and the names registered.
+func (a *Archive) Boundaries(ctx context.Context, u User, req BoundaryRequest) (api.Boundaries, error) {
+	res, fields, err := a.DetectBoundaries(ctx, u, req)
+	if err != nil {
+		return api.Boundaries{}, err
+	}
+	out := api.Boundaries{BoundaryCollection: res.FeatureCollection(), Dates: []string{}, Registered: []string{}}
+	for i := range out.Features {
+		if i < len(fields) {
+			out.Features[i].Properties.FieldName = fields[i].Name
+			out.Registered = append(out.Registered, fields[i].Name)
+		}
+	}
+	for _, d := range res.Dates {
+		out.Dates = append(out.Dates, d.UTC().Format(time.DateOnly))
+	}
+	return out, nil
 }

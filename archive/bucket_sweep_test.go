@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -21,7 +22,7 @@ func TestBucketIngestAndSweep(t *testing.T) {
 	dsn, bucket := testenv.Postgres(t), testenv.S3(t)
 	scenes, err := demodata.Extract(t.TempDir())
 	require.NoError(t, err)
-	a, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{SweepGrace: -1, TempDir: t.TempDir()})
+	a, err := backend.OpenURL(ctx, dsn, bucket, archive.Config{SweepGrace: -1, TempDir: t.TempDir()})
 	require.NoError(t, err)
 	defer a.Close()
 	_, _, err = a.EnsureAdmin(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
 )
@@ -58,7 +59,7 @@ func copyDir(t *testing.T, src, dst string) {
 func checkConsistent(t *testing.T, dir, step string) (products int) {
 	t.Helper()
 	ctx := context.Background()
-	a, err := archive.Open(ctx, dir, false, archive.Config{SweepGrace: -1})
+	a, err := backend.Open(ctx, dir, false, archive.Config{SweepGrace: -1})
 	require.NoError(t, err, step)
 	defer a.Close()
 	_, err = a.Sweep(ctx) // the start-up sweep of serve
@@ -117,7 +118,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 		copyDir(t, dir, snap)
 		crash[name] = snap
 	}
-	a, err := archive.Open(ctx, dir, true, archive.Config{StepHook: hook, Workers: 1})
+	a, err := backend.Open(ctx, dir, true, archive.Config{StepHook: hook, Workers: 1})
 	require.NoError(t, err)
 	_, _, err = a.EnsureAdmin(ctx)
 	require.NoError(t, err)

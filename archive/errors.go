@@ -3,6 +3,9 @@ package archive
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/zoning"
 )
 
 // Error kinds callers branch on with errors.Is. The HTTP layer maps each to
@@ -46,6 +49,9 @@ type Error struct {
 	Msg  string
 	// RetryAfter is the wait suggested with ErrBusy and ErrRateLimited, in seconds.
 	RetryAfter int
+	// Cause, when set, is the library error this one classifies (errors.Is
+	// and errors.As reach it).
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -53,8 +59,13 @@ func (e *Error) Error() string { return e.Msg }
 // Is makes errors.Is(err, kind) true.
 func (e *Error) Is(target error) bool { return target == e.Kind }
 
-// Unwrap returns the kind.
-func (e *Error) Unwrap() error { return e.Kind }
+// Unwrap returns the kind, and the cause when there is one.
+func (e *Error) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Cause}
+}
 
 func errorf(kind error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
@@ -79,3 +90,32 @@ func InvalidGeometry(format string, args ...any) *Error {
 
 // FieldNotFound is the error for a missing field and another user's field alike.
 func FieldNotFound(name string) *Error { return NotFound("field %q not found", name) }
+
+// zoneError classifies the zoning library's errors by kind (see the
+// package documentation of zoning for which is which); the library error
+// stays reachable as the cause.
+func zoneError(err error) error {
+	var ae *Error
+	if err == nil || errors.As(err, &ae) {
+		return err
+	}
+	switch {
+	case errors.As(err, new(*zoning.ZonesAbovePixelsError)):
+		// More zones asked than the field has usable pixels: the request
+		// can be corrected (both numbers are named).
+		return &Error{Kind: ErrInvalid, Msg: err.Error(), Cause: err}
+	case errors.Is(err, zoning.ErrInvalidParcel):
+		return &Error{Kind: ErrInvalidGeometry, Msg: "parcel_geojson: " + err.Error(), Cause: err}
+	case errors.Is(err, zoning.ErrTooFewPixels):
+		return &Error{Kind: ErrNoImagery, Msg: err.Error(), Cause: err}
+	case errors.Is(err, zoning.ErrInvalidLayers),
+		errors.Is(err, zoning.ErrShapefile), errors.Is(err, zoning.ErrUnknownPRJ),
+		errors.Is(err, zoning.ErrAttribute), errors.Is(err, zoning.ErrEmptyLayer),
+		errors.Is(err, crs.ErrUnsupportedCRS), errors.Is(err, crs.ErrMalformedCRS),
+		errors.Is(err, zoning.ErrTooManyZones), errors.Is(err, zoning.ErrInvalidPrescription),
+		errors.Is(err, zoning.ErrInvalidOptions), errors.Is(err, zoning.ErrUnknownFormat),
+		errors.Is(err, zoning.ErrInvalidCollection):
+		return &Error{Kind: ErrInvalid, Msg: err.Error(), Cause: err}
+	}
+	return err
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 )
 
 // Ingestion stores the products of every registered field the scene covers.
@@ -13,7 +14,7 @@ func ExampleArchive_Ingest() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "cropkit-example")
 	defer os.RemoveAll(dir)
-	core, _ := archive.Open(ctx, dir, true, archive.Config{MinClear: 0.6})
+	core, _ := backend.Open(ctx, dir, true, archive.Config{MinClear: 0.6})
 	defer core.Close()
 	res, err := core.Ingest(ctx, "../shared/data/s2/flanders-31UES/2019-06-20", archive.IngestOptions{})
 	if err != nil {

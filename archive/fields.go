@@ -1,14 +1,18 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/paulmach/orb"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/metadata"
 )
@@ -40,20 +44,13 @@ func (a *Archive) ParseOutline(raw []byte) (orb.MultiPolygon, error) {
 	return mp, nil
 }
 
-// ValidateOutline checks a field outline with the server's rules: a valid
-// lon/lat (Multi)Polygon (closed rings, no self-intersection, …), at most
-// limits.FieldParts parts, a bounding box of at most limits.FieldExtentHa
-// (zero limits take DefaultLimits). The CLI applies the same rules.
+// ValidateOutline checks a field outline with the server's rules
+// (geo.ValidateOutline under limits.FieldParts and limits.FieldExtentHa;
+// zero limits take DefaultLimits): ErrInvalidGeometry when it breaks one.
 func ValidateOutline(mp orb.MultiPolygon, limits Limits) error {
 	limits = limits.withDefaults()
-	if err := geo.ValidateLonLat(mp); err != nil {
+	if err := geo.ValidateOutline(mp, geo.OutlineLimits{Parts: limits.FieldParts, ExtentHa: limits.FieldExtentHa}); err != nil {
 		return InvalidGeometry("geometry: %v", err)
-	}
-	if len(mp) > limits.FieldParts {
-		return InvalidGeometry("geometry: %d polygons; at most %d per field", len(mp), limits.FieldParts)
-	}
-	if ha := geo.BoundArea(mp.Bound()) / 10000; ha > limits.FieldExtentHa {
-		return InvalidGeometry("geometry: bounding box of %.0f ha; at most %.0f ha per field (register distant parts as separate fields)", ha, limits.FieldExtentHa)
 	}
 	return nil
 }
@@ -375,4 +372,99 @@ func encodeSeasons(seasons metadata.Seasons) ([]Season, error) {
 		out = append(out, Season{StartDate: rec.StartDate, Record: b})
 	}
 	return out, nil
+}
+
+// geometry is the GeoJSON of a field outline, as stored and answered.
+func geometry(mp orb.MultiPolygon) (api.Geometry, error) {
+	coords, err := json.Marshal(mp)
+	if err != nil {
+		return api.Geometry{}, fmt.Errorf("encode geometry: %w", err)
+	}
+	return api.Geometry{Type: "MultiPolygon", Coordinates: coords}, nil
+}
+
+// EncodeGeometry is the stored (and answered) GeoJSON of a field outline.
+func EncodeGeometry(mp orb.MultiPolygon) (string, error) {
+	g, err := geometry(mp)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return "", fmt.Errorf("encode geometry: %w", err)
+	}
+	return string(b), nil
+}
+
+// Wire is the field as answered (api.Field): its outline's GeoJSON, its
+// box, its geodesic area to 4 decimals.
+func (f Field) Wire() api.Field {
+	g, _ := geometry(f.Geometry) // a stored outline always encodes
+	labels, indices := f.Labels, f.Indices
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if indices == nil {
+		indices = []string{}
+	}
+	return api.Field{
+		FieldName: f.Name,
+		Group:     f.Group,
+		Labels:    labels,
+		Indices:   indices,
+		Geometry:  g,
+		BBox:      [4]float64{f.Bound.Min[0], f.Bound.Min[1], f.Bound.Max[0], f.Bound.Max[1]},
+		AreaHa:    math.Round(f.AreaHa()*1e4) / 1e4,
+		CreatedAt: f.Created.UTC().Format(time.RFC3339),
+		UpdatedAt: f.Updated.UTC().Format(time.RFC3339),
+	}
+}
+
+// AreaHa is the field outline's geodesic area in hectares.
+func (f Field) AreaHa() float64 { return geo.GeodesicArea(f.Geometry) / 10000 }
+
+// MaxSeasonBytes bounds the JSON of one §2.2 metadata record.
+const MaxSeasonBytes = metadata.MaxBodyBytes
+
+// RegisterSeasonJSON decodes one §2.2 metadata record (ErrInvalid naming
+// the key at fault) and stores it as RegisterSeason does.
+func (a *Archive) RegisterSeasonJSON(ctx context.Context, u User, body []byte) (api.MetadataRegistered, error) {
+	rec, err := metadata.Decode(bytes.NewReader(body))
+	var verr *metadata.ValidationError
+	if errors.As(err, &verr) {
+		return api.MetadataRegistered{}, &Error{Kind: ErrInvalid, Msg: verr.Error(), Cause: err}
+	}
+	if err != nil {
+		return api.MetadataRegistered{}, err
+	}
+	f, replaced, count, err := a.RegisterSeason(ctx, u, rec)
+	if err != nil {
+		return api.MetadataRegistered{}, err
+	}
+	verb := "added"
+	if replaced {
+		verb = "replaced"
+	}
+	return api.MetadataRegistered{
+		Message:   fmt.Sprintf("metadata registered for field %q: season starting %s %s", f.Name, rec.StartDate, verb),
+		FieldName: f.Name, StartDate: rec.StartDate, Seasons: count,
+	}, nil
+}
+
+// SeasonsJSON is field name's seasons as answered (api.FieldSeasons).
+func (a *Archive) SeasonsJSON(ctx context.Context, u User, name string) (api.FieldSeasons, error) {
+	f, seasons, err := a.Seasons(ctx, u, name)
+	if err != nil {
+		return api.FieldSeasons{}, err
+	}
+	if seasons == nil {
+		seasons = metadata.Seasons{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(seasons); err != nil {
+		return api.FieldSeasons{}, fmt.Errorf("encode seasons of %q: %w", f.Name, err)
+	}
+	return api.FieldSeasons{FieldName: f.Name, Seasons: bytes.TrimSpace(buf.Bytes())}, nil
 }

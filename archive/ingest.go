@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cropkit/cropkit/api"
-	"github.com/cropkit/cropkit/colormap"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/stac"
@@ -31,10 +30,11 @@ type IngestOptions struct {
 	// Date dates a scene whose date is in neither its metadata nor its name.
 	Date time.Time
 	// Untrusted applies the remote-source policy (the HTTP API sets it): a
-	// URL source and its assets are fetched through the webhook SSRF guard
-	// (no loopback, private, link-local or metadata address unless
-	// Config.IngestAllowPrivate; no redirects), and a STAC item fetched by
-	// URL may only reference http(s) assets.
+	// URL source and its assets are fetched through the SSRF guard (no
+	// loopback, private, link-local or metadata address; with
+	// Config.IngestAllowPrivate the source URL's own origin may be one, its
+	// assets on other hosts may not; no redirects), and a STAC item fetched
+	// by URL may only reference http(s) assets.
 	Untrusted bool
 	// Fields restricts the ingestion to these field ids (nil: every field
 	// the scene covers).
@@ -81,7 +81,18 @@ func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions)
 	if !isHTTPURL(src) {
 		return imagery.OpenScene(ctx, src, so)
 	}
-	c := stac.NewClient(a.allowPriv || !opts.Untrusted, sceneFetchTimeout)
+	// The operator's own commands (not Untrusted) may read private hosts;
+	// an API caller's URL only with IngestAllowPrivate, and then only its
+	// own origin: not other hosts the item names.
+	guard := stac.NewGuard().AllowAll(!opts.Untrusted)
+	if opts.Untrusted && a.allowPriv {
+		g, err := guard.Allow(src)
+		if err != nil {
+			return nil, fmt.Errorf("scene %s: %w", src, err)
+		}
+		guard = g
+	}
+	c := stac.NewGuardedClient(guard, sceneFetchTimeout)
 	if a.signURL != "" {
 		// The operator named the token service: it may be private.
 		if err := c.UseTokenService(a.signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
@@ -290,7 +301,7 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 	}
 	rr, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Products: stored,
 		Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
-			return notification(f, changed, prev)
+			return Notification(f, changed, prev)
 		}})
 	if err != nil {
 		if key != "" {
@@ -332,14 +343,6 @@ func hasBands(have, need []string) bool {
 	return true
 }
 
-// Colormap is the colormap an index is rendered with: the spec's (§2.6),
-// or colormap.Default's ramp for indices the spec does not list. The CLI
-// and the server share it, so an index renders the same everywhere.
-func (a *Archive) Colormap(index string) (colormap.Colormap, error) {
-	ix, _ := a.cat.Lookup(index)
-	return colormap.Lookup(index, ix.Range)
-}
-
 // bundle is the zip of a field's usable products of one date: <index>.png
 // and the §2.5 <index>.json (mean_variation set at download time from the
 // stored means, so ingesting an older date later stays right), with each
@@ -351,21 +354,13 @@ func (a *Archive) bundle(date string, products []imagery.Product) ([]byte, map[s
 	digests := map[string]string{}
 	var img bytes.Buffer
 	for _, p := range products {
-		cm, err := a.Colormap(p.Index)
-		if err != nil {
+		img.Reset()
+		if err := a.render.PNG(&img, p); err != nil {
 			return nil, nil, err
 		}
-		img.Reset()
-		if err := a.png.Encode(&img, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
-			return nil, nil, fmt.Errorf("render %s png: %w", p.Index, err)
-		}
-		report, err := imagery.NewReport(p, nil)
+		doc, err := a.render.Report(nil, p, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s report: %w", p.Index, err)
-		}
-		doc, err := report.MarshalJSON()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s report: %w", p.Index, err)
+			return nil, nil, err
 		}
 		sum := sha256.Sum256(doc)
 		digests[p.Index] = hex.EncodeToString(sum[:16])

@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 )
 
 func TestSceneItems(t *testing.T) {
 	ctx := context.Background()
-	core, err := archive.Open(ctx, t.TempDir(), true, archive.Config{})
+	core, err := backend.Open(ctx, t.TempDir(), true, archive.Config{})
 	require.NoError(t, err)
 	defer core.Close()
 	st := core.Store()

@@ -306,3 +306,14 @@ func (a *Archive) MeanValues(ctx context.Context, f Field, products []Product) (
 	out.Values = v
 	return out, nil
 }
+
+// SafeFileName is a name made safe for a file name.
+func SafeFileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
+}

@@ -12,7 +12,7 @@ import (
 // summary, its usable products, small documents) answered from memory.
 //
 // Correctness across processes rests on the change generations of the
-// store (generations.go): every archive process bumps them right after it
+// store (Generations, kept by archive/store): every archive process bumps them right after it
 // commits a change the caches depend on, and a cached entry is used only
 // when the generation it was read under is the current one. "Current" is
 // read from the store, but once per batch of requests rather than once per
@@ -44,7 +44,7 @@ const (
 // readCache is an archive's read caches; nil when its store keeps no
 // change generations.
 type readCache struct {
-	store  generationStore
+	store  GenerationStore
 	fresh  freshness
 	tokens boundedMap[string, tokenEntry]
 	fields boundedMap[fieldKey, fieldEntry]
@@ -82,16 +82,16 @@ type prodEntry struct {
 }
 
 func newReadCache(st Store) *readCache {
-	gs, ok := st.(generationStore)
+	gs, ok := st.(GenerationStore)
 	if !ok {
 		return nil
 	}
 	c := &readCache{store: gs}
 	c.fresh.gap = generationGap
-	c.fresh.read = func() (generations, error) {
+	c.fresh.read = func() (Generations, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), generationReadTimeout)
 		defer cancel()
-		return gs.generations(ctx)
+		return gs.Generations(ctx)
 	}
 	c.tokens.init(cacheEntries)
 	c.fields.init(cacheEntries)
@@ -114,7 +114,7 @@ func (a *Archive) Fresh(ctx context.Context) context.Context {
 	if a.cache == nil {
 		return ctx
 	}
-	if _, ok := ctx.Value(genKey{}).(generations); ok {
+	if _, ok := ctx.Value(genKey{}).(Generations); ok {
 		return ctx
 	}
 	g, err := a.cache.fresh.current(ctx)
@@ -126,11 +126,11 @@ func (a *Archive) Fresh(ctx context.Context) context.Context {
 
 // current is the generations to check cached entries against for ctx
 // (false: do not use the caches).
-func (c *readCache) current(ctx context.Context) (generations, bool) {
+func (c *readCache) current(ctx context.Context) (Generations, bool) {
 	if c == nil {
-		return generations{}, false
+		return Generations{}, false
 	}
-	if g, ok := ctx.Value(genKey{}).(generations); ok {
+	if g, ok := ctx.Value(genKey{}).(Generations); ok {
 		return g, true
 	}
 	g, err := c.fresh.current(ctx)
@@ -159,7 +159,7 @@ func (a *Archive) changed(ctx context.Context, auth, data bool) {
 	// Not cancelled with the request: the change is committed.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), generationReadTimeout)
 	defer cancel()
-	if err := c.store.bumpGenerations(bctx, da, dd); err != nil {
+	if err := c.store.BumpGenerations(bctx, da, dd); err != nil {
 		a.log.ErrorContext(ctx, "read caches: bump change generations (other processes' caches expire within their TTL)",
 			"err", err, "ttl", cacheTTL)
 	}
@@ -172,10 +172,10 @@ func (c *readCache) cachedToken(ctx context.Context, hash string, now time.Time)
 		return User{}, Token{}, 0, false
 	}
 	e, hit := c.tokens.get(hash)
-	if hit && e.gen == g.auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
-		return e.user, e.token, g.auth, true
+	if hit && e.gen == g.Auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
+		return e.user, e.token, g.Auth, true
 	}
-	return User{}, Token{}, g.auth, false
+	return User{}, Token{}, g.Auth, false
 }
 
 // --- freshness: coalesced generation reads ---
@@ -188,7 +188,7 @@ func (c *readCache) cachedToken(ctx context.Context, hash string, now time.Time)
 // queries (SQLite parses each one) for no gain; a request waits at most
 // gap plus one read.
 type freshness struct {
-	read      func() (generations, error)
+	read      func() (Generations, error)
 	gap       time.Duration
 	mu        sync.Mutex
 	running   bool      // a read, or a wait for the gap, is under way
@@ -199,11 +199,11 @@ type freshness struct {
 type genRound struct {
 	waiters int // callers waiting (guarded by freshness.mu)
 	done    chan struct{}
-	gen     generations
+	gen     Generations
 	err     error
 }
 
-func (f *freshness) current(ctx context.Context) (generations, error) {
+func (f *freshness) current(ctx context.Context) (Generations, error) {
 	f.mu.Lock()
 	if !f.running {
 		// Nobody reads: read now, in this goroutine.
@@ -234,7 +234,7 @@ func (f *freshness) current(ctx context.Context) (generations, error) {
 	case <-r.done:
 		return r.gen, r.err
 	case <-ctx.Done():
-		return generations{}, ctx.Err()
+		return Generations{}, ctx.Err()
 	}
 }
 
@@ -358,13 +358,13 @@ func (a *Archive) userByToken(ctx context.Context, hash string, now time.Time) (
 	g, cached := a.cache.current(ctx)
 	if cached {
 		e, hit := a.cache.tokens.get(hash)
-		if hit && e.gen == g.auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
+		if hit && e.gen == g.Auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
 			return e.user, e.token, nil
 		}
 	}
 	u, t, err := a.store.UserByToken(ctx, hash, now)
 	if err == nil && cached {
-		a.cache.tokens.put(hash, tokenEntry{user: u, token: t, gen: g.auth, at: now})
+		a.cache.tokens.put(hash, tokenEntry{user: u, token: t, gen: g.Auth, at: now})
 	}
 	return u, t, err
 }
@@ -375,13 +375,13 @@ func (a *Archive) fieldSummary(ctx context.Context, userID int64, name string) (
 	k := fieldKey{userID, name}
 	now := time.Now()
 	if cached {
-		if e, hit := a.cache.fields.get(k); hit && e.gen == g.data && now.Sub(e.at) < cacheTTL {
+		if e, hit := a.cache.fields.get(k); hit && e.gen == g.Data && now.Sub(e.at) < cacheTTL {
 			return e.field, nil
 		}
 	}
 	f, err := a.store.FieldSummary(ctx, userID, name)
 	if err == nil && cached {
-		a.cache.fields.put(k, fieldEntry{field: f, gen: g.data, at: now})
+		a.cache.fields.put(k, fieldEntry{field: f, gen: g.Data, at: now})
 	}
 	return f, err
 }
@@ -393,13 +393,13 @@ func (a *Archive) usableProducts(ctx context.Context, f Field, index string) ([]
 	k := prodKey{f.ID, index}
 	now := time.Now()
 	if cached {
-		if e, hit := a.cache.prods.get(k); hit && e.gen == g.data && now.Sub(e.at) < cacheTTL {
+		if e, hit := a.cache.prods.get(k); hit && e.gen == g.Data && now.Sub(e.at) < cacheTTL {
 			return e.products, nil
 		}
 	}
 	ps, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true})
 	if err == nil && cached {
-		a.cache.prods.put(k, prodEntry{products: ps, gen: g.data, at: now})
+		a.cache.prods.put(k, prodEntry{products: ps, gen: g.Data, at: now})
 	}
 	return ps, err
 }

@@ -122,7 +122,8 @@ type Limits struct {
 
 // DefaultLimits are the limits used for zero Limits fields.
 func DefaultLimits() Limits {
-	return Limits{FieldsPerUser: 10000, FieldExtentHa: 100000, FieldParts: 100, WebhooksPerUser: 20,
+	outline := geo.DefaultOutlineLimits()
+	return Limits{FieldsPerUser: 10000, FieldExtentHa: outline.ExtentHa, FieldParts: outline.Parts, WebhooksPerUser: 20,
 		NameBytes: 200, GroupBytes: 200, LabelBytes: 200, Labels: 50}
 }
 

@@ -8,9 +8,16 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cropkit/cropkit/api"
+	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/zoning"
 )
 
 // Upload is one file set uploaded for a field (/files/upload): a shapefile
@@ -20,6 +27,14 @@ type Upload struct {
 	Name     string // e.g. "soil.shp", as uploaded
 	Files    map[string][]byte
 	Uploaded time.Time
+}
+
+// Kind is "raster" for a GeoTIFF, else "shapefile".
+func (u Upload) Kind() string {
+	if slices.Contains(rasterExts, strings.ToLower(path.Ext(u.Name))) {
+		return "raster"
+	}
+	return "shapefile"
 }
 
 // uploadKey is the blob an upload is stored under: its base name and kind
@@ -205,4 +220,164 @@ func readUpload(ra io.ReaderAt, size int64, withData bool) (Upload, error) {
 		}
 	}
 	return up, nil
+}
+
+// UploadedBand is the Sentinel-2 band a scene upload's file is for, named
+// by its part name or else its file name (imagery.BandName).
+func UploadedBand(partName, fileName string) (string, bool) {
+	if band, ok := imagery.BandName(partName); ok {
+		return band, true
+	}
+	return imagery.BandName(fileName)
+}
+
+// CheckUploadedScene checks that the band files received in dir are one
+// scene (imagery.CheckBandFiles: ErrInvalid when not) and returns their
+// acquisition date ("" when no file carries one).
+func CheckUploadedScene(dir string) (string, error) {
+	date, err := imagery.CheckBandFiles(dir)
+	var be *imagery.BandFilesError
+	if errors.As(err, &be) {
+		return "", &Error{Kind: ErrInvalid, Msg: be.Msg, Cause: err}
+	}
+	return date, err
+}
+
+// maxRasterCells bounds an uploaded raster's size (a 1 m map of 100 km²).
+const maxRasterCells = 100_000_000
+
+// rasterExts are the raster files an upload may hold.
+var rasterExts = []string{".tif", ".tiff"}
+
+// shapefileExts are the files of a shapefile set cropkit keeps.
+var shapefileExts = []string{".shp", ".shx", ".dbf", ".prj", ".cpg"}
+
+// describeRaster opens an uploaded GeoTIFF and describes it: single band, a CRS
+// the CRS layer supports, a bounded size.
+func describeRaster(name string, data []byte) (api.Upload, error) {
+	f, err := geotiff.Open(bytes.NewReader(data))
+	if err != nil {
+		return api.Upload{}, Invalid("%s: not a readable GeoTIFF: %v", name, err)
+	}
+	defer f.Close()
+	g := f.Grid()
+	if g.Cols*g.Rows > maxRasterCells {
+		return api.Upload{}, Invalid("%s: %d×%d cells; at most %d (resample it coarser)", name, g.Cols, g.Rows, maxRasterCells)
+	}
+	if _, err := crs.New(g.EPSG, 4326); err != nil {
+		return api.Upload{}, Invalid("%s: %v", name, err)
+	}
+	j := api.Upload{Filename: name, Kind: "raster", Files: []string{name}, EPSG: g.EPSG, Width: g.Cols, Height: g.Rows, PixelSize: g.DX}
+	if nd, ok := f.NoData(); ok {
+		j.NoData = &nd
+	}
+	return j, nil
+}
+
+// SaveUploads stores shapefile sets and GeoTIFFs for field f's later §4.1
+// custom layers (files by base name). Every set is read and checked first;
+// nothing is stored unless all are valid. It describes what it stored.
+func (a *Archive) SaveUploads(ctx context.Context, f Field, files map[string][]byte) ([]api.Upload, error) {
+	if len(files) == 0 {
+		return nil, Invalid("missing files parts: send the .shp, .shx, .dbf and .prj of a shapefile")
+	}
+	var shps, rasters []string
+	for name := range files {
+		ext := strings.ToLower(path.Ext(name))
+		switch {
+		case slices.Contains(rasterExts, ext):
+			rasters = append(rasters, name)
+		case !slices.Contains(shapefileExts, ext):
+			return nil, Invalid("files: %q is neither part of a shapefile (%s) nor a GeoTIFF (.tif, .tiff)", name, strings.Join(shapefileExts, ", "))
+		case ext == ".shp":
+			shps = append(shps, name)
+		}
+	}
+	if len(shps) == 0 && len(rasters) == 0 {
+		return nil, Invalid("files: no .shp nor .tif among %d files", len(files))
+	}
+	slices.Sort(shps)
+	slices.Sort(rasters)
+	now := time.Now().UTC().Truncate(time.Second)
+	var sets []Upload
+	out := []api.Upload{}
+	used := map[string]bool{}
+	for _, name := range rasters {
+		j, err := describeRaster(name, files[name])
+		if err != nil {
+			return nil, err
+		}
+		j.UploadedAt = now
+		sets = append(sets, Upload{Name: name, Files: map[string][]byte{name: files[name]}, Uploaded: now})
+		out = append(out, j)
+		used[name] = true
+	}
+	for _, shp := range shps {
+		parts, err := zoning.ShapefileParts(files, shp)
+		if err != nil {
+			return nil, Invalid("%s: %v", shp, err)
+		}
+		shapes, err := zoning.ReadShapefile(parts, zoning.ShapefileLimits{})
+		if err != nil {
+			return nil, Invalid("%s: %v", shp, err)
+		}
+		set := Upload{Name: shp, Files: map[string][]byte{}, Uploaded: now}
+		base := strings.TrimSuffix(shp, path.Ext(shp))
+		var names []string
+		for name, data := range files {
+			if strings.EqualFold(strings.TrimSuffix(name, path.Ext(name)), base) {
+				set.Files[name] = data
+				names = append(names, name)
+				used[name] = true
+			}
+		}
+		slices.Sort(names)
+		sets = append(sets, set)
+		out = append(out, api.Upload{Filename: shp, Kind: "shapefile", Files: names, Records: len(shapes.Features),
+			Attributes: shapes.Fields, EPSG: shapes.EPSG, UploadedAt: now})
+	}
+	for name := range files {
+		if !used[name] {
+			return nil, Invalid("files: %q belongs to no .shp sent", name)
+		}
+	}
+	for _, set := range sets {
+		saved, err := a.SaveUpload(ctx, f, set)
+		if errors.Is(err, ErrFieldChanged) {
+			return nil, FieldNotFound(f.Name) // deleted meanwhile
+		} else if err != nil {
+			return nil, err
+		}
+		f = saved // reshaped meanwhile: the next sets go to the same outline
+	}
+	return out, nil
+}
+
+// DescribeUploads lists the shapefile sets and rasters stored for field f.
+func (a *Archive) DescribeUploads(ctx context.Context, f Field) ([]api.Upload, error) {
+	sets, err := a.UploadSummaries(ctx, f) // names only: a raster is read below to describe it
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Upload{}
+	for _, set := range sets {
+		names := make([]string, 0, len(set.Files))
+		for n := range set.Files {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		j := api.Upload{Filename: set.Name, Kind: "shapefile", Files: names, UploadedAt: set.Uploaded.UTC().Truncate(time.Second)}
+		if set.Kind() == "raster" {
+			full, err := a.Upload(ctx, f, set.Name)
+			if err != nil {
+				return nil, err
+			}
+			if j, err = describeRaster(set.Name, full.Files[set.Name]); err != nil {
+				return nil, fmt.Errorf("stored raster %s: %w", set.Name, err)
+			}
+			j.UploadedAt = set.Uploaded.UTC().Truncate(time.Second)
+		}
+		out = append(out, j)
+	}
+	return out, nil
 }

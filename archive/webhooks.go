@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cropkit/cropkit/webhook"
-	"github.com/cropkit/cropkit/webhook/sqlstore"
 )
 
 // WebhookOptions configure the delivery of notifications. Zero fields take
@@ -82,23 +81,23 @@ func (a *Archive) RunWebhooks(ctx context.Context) error {
 
 // RegisterWebhook registers url for u (idempotent per URL; re-enables a
 // disabled one); the secret is set only when it was created now.
-func (a *Archive) RegisterWebhook(ctx context.Context, u User, rawURL string) (sqlstore.Registration, error) {
+func (a *Archive) RegisterWebhook(ctx context.Context, u User, rawURL string) (webhook.Registration, error) {
 	rawURL = strings.TrimSpace(rawURL)
 	if err := webhook.ValidateURL(rawURL, a.hooks.allowPrivate); err != nil {
-		return sqlstore.Registration{}, Invalid("url: %v", err)
+		return webhook.Registration{}, Invalid("url: %v", err)
 	}
 	reg, err := a.hooks.outbox.RegisterLimit(ctx, u.Name, rawURL, a.limits.WebhooksPerUser)
-	if errors.Is(err, sqlstore.ErrLimit) {
+	if errors.Is(err, webhook.ErrRegistrationLimit) {
 		return reg, errorf(ErrQuota, "webhook limit reached: at most %d URLs per account (delete one first)", a.limits.WebhooksPerUser)
 	}
 	return reg, err
 }
 
 // Webhooks lists u's registrations (no secrets).
-func (a *Archive) Webhooks(ctx context.Context, u User) ([]sqlstore.Registration, error) {
+func (a *Archive) Webhooks(ctx context.Context, u User) ([]webhook.Registration, error) {
 	regs, err := a.hooks.outbox.List(ctx, u.Name)
 	if regs == nil {
-		regs = []sqlstore.Registration{}
+		regs = []webhook.Registration{}
 	}
 	return regs, err
 }
@@ -114,21 +113,21 @@ func (a *Archive) DeleteWebhook(ctx context.Context, u User, id int64, rawURL st
 		what = "webhook " + rawURL
 		err = a.hooks.outbox.DeleteURL(ctx, u.Name, rawURL)
 	}
-	if errors.Is(err, sqlstore.ErrNotFound) {
+	if errors.Is(err, webhook.ErrRegistrationNotFound) {
 		return NotFound("%s not found", what)
 	}
 	return err
 }
 
 // Deliveries lists u's most recent notifications with their attempts.
-func (a *Archive) Deliveries(ctx context.Context, u User, limit int) ([]sqlstore.DeliveryState, error) {
+func (a *Archive) Deliveries(ctx context.Context, u User, limit int) ([]webhook.DeliveryState, error) {
 	return a.hooks.outbox.Deliveries(ctx, u.Name, limit)
 }
 
-// notification builds the §6 payload of a field's changed products of one
+// Notification builds the §6 payload of a field's changed products of one
 // date: one update per product, its mean_variation against the previous
 // usable image of that index (the download rule).
-func notification(f Field, changed []Product, prev map[string]Product) webhook.Payload {
+func Notification(f Field, changed []Product, prev map[string]Product) webhook.Payload {
 	p := webhook.Payload{Group: f.Group, Field: f.Name, Data: []webhook.Update{}}
 	for _, sp := range changed {
 		acquired := sp.AcquiredAt
@@ -154,3 +153,11 @@ func notification(f Field, changed []Product, prev map[string]Product) webhook.P
 
 // DeliveringWebhooks reports whether RunWebhooks is running.
 func (a *Archive) DeliveringWebhooks() bool { return a.hooks.running.Load() }
+
+// The webhook records the archive lists (package webhook's).
+type (
+	// WebhookRegistration is one URL registered by an account.
+	WebhookRegistration = webhook.Registration
+	// WebhookDelivery is one delivery as listed to its owner, with every attempt.
+	WebhookDelivery = webhook.DeliveryState
+)

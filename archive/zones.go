@@ -1,12 +1,19 @@
 package archive
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/zoning"
 )
 
@@ -127,4 +134,218 @@ func ImageDates(layers ...LayerValues) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// zoneSeed is the k-means seed of every zone request: the same request on
+// the same data gives the same zones.
+const zoneSeed = 1
+
+// ZoneMap is a computed zone map as answered: the §2.4 collection in the
+// format asked, with the file name and the imagery dates it used.
+type ZoneMap struct {
+	Collection *zoning.Collection
+	Format     zoning.Format
+	FieldName  string
+	// FileBase is the file name without its extension.
+	FileBase string
+	// ImageDate is ImageDates of the layers used ("" without imagery).
+	ImageDate string
+}
+
+// Encode writes the map in its format (a zip for shapefile and isoxml).
+func (m ZoneMap) Encode(w io.Writer) error {
+	m.Collection.ImageDate = m.ImageDate
+	return zoneError(m.Format.Write(w, m.Collection, m.FieldName))
+}
+
+// ContentType is the media type of Encode's output: the §2.4 collection
+// as application/json (which every client of the spec's service expects;
+// it is also valid GeoJSON), else the format's.
+func (m ZoneMap) ContentType() string {
+	if m.Format == zoning.GeoJSON {
+		return "application/json"
+	}
+	return m.Format.ContentType()
+}
+
+// FileName is the map's file name with the format's extension.
+func (m ZoneMap) FileName() string { return m.FileBase + m.Format.Extension() }
+
+// CheckLayerIndices checks that u may use the index of every crop_health layer.
+func (a *Archive) CheckLayerIndices(u User, layers []zoning.LayerSpec) error {
+	for _, spec := range layers {
+		if spec.Type == zoning.CropHealth {
+			if err := a.CheckIndex(u, spec.Index); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// VariableRateZones is §4.1: zones of field f from weighted crop_health
+// and custom layers, optionally clipped to a parcel. files are the
+// request's files by base name (shapefile parts, GeoTIFFs): used, never
+// stored; a custom layer not among them is read from the field's uploads.
+func (a *Archive) VariableRateZones(ctx context.Context, u User, f Field, p ZonesParams, files map[string][]byte) (ZoneMap, error) {
+	region := f.Geometry
+	if p.ParcelGeoJSON != nil {
+		var err error
+		if region, err = zoning.ParseParcel(p.ParcelGeoJSON, f.Geometry); err != nil {
+			return ZoneMap{}, zoneError(err)
+		}
+	}
+	// Crop-health layers first: the first one's grid is the zones' grid.
+	layers := make([]zoning.Layer, len(p.Layers))
+	var grid geo.Grid
+	var used []LayerValues
+	for i, spec := range p.Layers {
+		if spec.Type != zoning.CropHealth {
+			continue
+		}
+		if err := a.RegisteredIndex(u, f, spec.Index); err != nil {
+			return ZoneMap{}, err
+		}
+		lv, err := a.CropHealthLayer(ctx, f, spec)
+		if err != nil {
+			return ZoneMap{}, err
+		}
+		if len(used) == 0 {
+			grid = lv.Grid
+		} else if lv.Grid != grid {
+			return ZoneMap{}, Invalid("layer %d: its images lie on another pixel grid than layer 0's: choose dates of one tile", i)
+		}
+		used = append(used, lv)
+		layers[i] = zoning.Layer{Name: spec.Index, Type: zoning.CropHealth, Values: lv.Values, Weight: spec.Weight}
+	}
+	for i, spec := range p.Layers {
+		if spec.Type != zoning.Custom {
+			continue
+		}
+		values, err := a.customLayer(ctx, f, spec, files, grid)
+		if err != nil {
+			return ZoneMap{}, err
+		}
+		layers[i] = zoning.Layer{Name: spec.Attribute, Type: zoning.Custom, Values: values, Weight: spec.Weight}
+	}
+	col, err := zones(ctx, grid, region, layers, p.Zones, p.MinAreaHa, p.Simplify, p.Prescription, p.DstEPSG)
+	if err != nil {
+		return ZoneMap{}, err
+	}
+	return ZoneMap{Collection: col, Format: p.Format, FieldName: f.Name, FileBase: SafeFileName(f.Name) + "_zones", ImageDate: ImageDates(used...)}, nil
+}
+
+// PrescriptionZones is §4.3: zones of one index of field f with
+// n_fertilizer or seeding doses (PrescriptionLayer says which images).
+func (a *Archive) PrescriptionZones(ctx context.Context, u User, f Field, p PrescriptionParams) (ZoneMap, error) {
+	if err := a.RegisteredIndex(u, f, p.Index); err != nil {
+		return ZoneMap{}, err
+	}
+	lv, err := a.PrescriptionLayer(ctx, f, p.Index, p.Prescription.Type, p.Date)
+	if err != nil {
+		return ZoneMap{}, err
+	}
+	layers := []zoning.Layer{{Name: p.Index, Type: zoning.CropHealth, Values: lv.Values, Weight: 1}}
+	col, err := zones(ctx, lv.Grid, f.Geometry, layers, p.Zones, p.MinAreaHa, p.Simplify, p.Prescription, p.DstEPSG)
+	if err != nil {
+		return ZoneMap{}, err
+	}
+	base := SafeFileName(f.Name) + "_" + string(p.Prescription.Type) + "_" + p.Index
+	if len(lv.Dates) == 1 {
+		base += "_" + strings.ReplaceAll(lv.Dates[0], "-", "")
+	}
+	return ZoneMap{Collection: col, Format: p.Format, FieldName: f.Name, FileBase: base, ImageDate: ImageDates(lv)}, nil
+}
+
+// zones runs the library's one zone chain (zoning.Run) on region's pixels
+// of grid: zones that tile region exactly, their quality, doses, reprojection.
+func zones(ctx context.Context, grid geo.Grid, region orb.MultiPolygon, layers []zoning.Layer,
+	n int, minAreaHa, simplify float64, rx zoning.Prescription, dstEPSG int) (*zoning.Collection, error) {
+	col, err := zoning.Run(ctx, zoning.Request{Grid: grid, Outline: region, Layers: layers,
+		Options:      zoning.Options{Zones: n, Seed: zoneSeed, MinAreaHa: minAreaHa, SimplifyTolerance: simplify},
+		Prescription: rx, DstEPSG: dstEPSG})
+	if err != nil {
+		return nil, zoneError(err)
+	}
+	return col, nil
+}
+
+// customLayer resolves a §2.3 custom layer: the shapefile spec.Filename
+// from the request's files, completed by the set uploaded before for field f
+// (request files win), rasterized onto grid.
+func (a *Archive) customLayer(ctx context.Context, f Field, spec zoning.LayerSpec, reqFiles map[string][]byte, grid geo.Grid) ([]float64, error) {
+	if spec.IsRaster() {
+		return a.rasterLayer(ctx, f, spec, reqFiles, grid)
+	}
+	files := map[string][]byte{}
+	stored, err := a.Upload(ctx, f, spec.Filename)
+	switch {
+	case err == nil:
+		for k, v := range stored.Files {
+			files[k] = v
+		}
+	case !errors.Is(err, ErrNotFound):
+		return nil, err
+	}
+	for k, v := range reqFiles {
+		files[k] = v
+	}
+	parts, err := zoning.ShapefileParts(files, spec.Filename)
+	if err != nil {
+		return nil, Invalid("custom layer %s: %v (send its .shp, .shx, .dbf and .prj as files parts, or upload them first with /files/upload)", spec.Filename, err)
+	}
+	shapes, err := zoning.ReadShapefile(parts, zoning.ShapefileLimits{})
+	if err != nil {
+		return nil, Invalid("custom layer %s: %v", spec.Filename, err)
+	}
+	values, err := zoning.RasterizeAttribute(shapes, spec.Attribute, grid)
+	if err != nil {
+		return nil, Invalid("custom layer %s: %v", spec.Filename, err)
+	}
+	return values, nil
+}
+
+// rasterLayer resolves a §2.3 custom layer naming a GeoTIFF: the request's
+// file of that name, else the raster uploaded before for field f, resampled
+// onto grid (zoning.ResampleRaster).
+func (a *Archive) rasterLayer(ctx context.Context, f Field, spec zoning.LayerSpec, reqFiles map[string][]byte, grid geo.Grid) ([]float64, error) {
+	var data []byte
+	for name, d := range reqFiles {
+		if strings.EqualFold(name, spec.Filename) {
+			data = d
+		}
+	}
+	if data == nil {
+		up, err := a.Upload(ctx, f, spec.Filename)
+		if errors.Is(err, ErrNotFound) {
+			return nil, Invalid("custom layer %s: no such raster (send it as a files part, or upload it first with /files/upload)", spec.Filename)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range up.Files {
+			data = d
+		}
+	}
+	if _, err := describeRaster(spec.Filename, data); err != nil {
+		return nil, err
+	}
+	tf, err := geotiff.Open(bytes.NewReader(data))
+	if err != nil {
+		return nil, Invalid("custom layer %s: %v", spec.Filename, err)
+	}
+	defer tf.Close()
+	values, err := zoning.ResampleRaster(ctx, tf, grid, 0)
+	if err != nil {
+		return nil, Invalid("custom layer %s: %v", spec.Filename, err)
+	}
+	return values, nil
+}
+
+// GeoJSONToShapefile converts a GeoJSON FeatureCollection of polygons to a
+// zipped shapefile in EPSG:4326 (§4.6): a zone collection (every feature
+// with a numeric ZONE) gets the zone columns, any other collection its
+// features' own properties (zoning.GeoJSONToShapefileZip).
+func GeoJSONToShapefile(data []byte, w io.Writer) error {
+	return zoneError(zoning.GeoJSONToShapefileZip(data, w))
 }

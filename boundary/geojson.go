@@ -6,37 +6,25 @@ import (
 	"slices"
 
 	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 func sortFields(fs []Field) {
 	slices.SortStableFunc(fs, func(a, b Field) int { return cmp.Compare(b.AreaHa, a.AreaHa) })
 }
 
-// FeatureCollection is the GeoJSON form of a Result (EPSG:4326, RFC 7946).
-type FeatureCollection struct {
-	Type     string    `json:"type"` // "FeatureCollection"
-	Features []Feature `json:"features"`
-}
-
-// Feature is one detected field as GeoJSON.
-type Feature struct {
-	Type       string            `json:"type"` // "Feature"
-	ID         int               `json:"id"`
-	Geometry   PolygonGeometry   `json:"geometry"`
-	Properties FeatureProperties `json:"properties"`
-}
-
-// PolygonGeometry is a GeoJSON Polygon.
-type PolygonGeometry struct {
-	Type        string      `json:"type"` // "Polygon"
-	Coordinates orb.Polygon `json:"coordinates"`
-}
-
-// FeatureProperties are a detected field's properties.
-type FeatureProperties struct {
-	AreaHa     float64 `json:"area_ha"`
-	Confidence float64 `json:"confidence"`
-}
+// The GeoJSON form of a Result is the API's wire type.
+type (
+	// FeatureCollection is the GeoJSON form of a Result (EPSG:4326, RFC 7946).
+	FeatureCollection = api.BoundaryCollection
+	// Feature is one detected field as GeoJSON.
+	Feature = api.BoundaryFeature
+	// PolygonGeometry is a GeoJSON Polygon.
+	PolygonGeometry = api.PolygonGeometry
+	// FeatureProperties are a detected field's properties.
+	FeatureProperties = api.BoundaryProperties
+)
 
 // FeatureCollection is the detected fields as GeoJSON (EPSG:4326): one
 // Polygon feature per field, largest first, with properties area_ha (4

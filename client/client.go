@@ -8,9 +8,9 @@
 // ErrForbidden, ErrBadRequest, ErrUnauthorized, ErrConflict, ErrTooLarge or
 // ErrUnavailable with errors.Is.
 //
-// The wire types are defined here, mirroring the server's JSON (the server
-// does not import this package); the §2.5 download document is the library's
-// api.Report.
+// The wire types are package api's, which the server answers with: the
+// types named here are aliases of them (Field is api.Field) or of request
+// shapes only the client builds.
 package client
 
 import (
@@ -55,7 +55,7 @@ var (
 // APIError is an error answer of the server.
 type APIError struct {
 	StatusCode int
-	Code       string // machine code, e.g. "not_found", "invalid_geometry"
+	Code       string // machine code: an api.Code… constant, e.g. api.CodeNotFound
 	Message    string
 	Body       []byte // the raw answer
 	// RetryAfter is the server's Retry-After (503 and 429 answers), 0 when absent.
@@ -72,7 +72,7 @@ func (e *APIError) Is(target error) bool {
 	case ErrBadRequest:
 		return e.StatusCode == http.StatusBadRequest
 	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized || (e.StatusCode == http.StatusForbidden && e.Code == "unauthorized")
+		return e.StatusCode == http.StatusUnauthorized || (e.StatusCode == http.StatusForbidden && e.Code == api.CodeUnauthorized)
 	case ErrForbidden:
 		return e.StatusCode == http.StatusForbidden
 	case ErrNotFound:
@@ -159,12 +159,7 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
 		apiErr.RetryAfter = time.Duration(secs) * time.Second
 	}
-	var eb struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var eb api.ErrorBody
 	if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
 		apiErr.Code, apiErr.Message = eb.Error.Code, eb.Error.Message
 	} else {
@@ -211,10 +206,7 @@ func query(kv ...string) url.Values {
 }
 
 // LoginResult is the answer of Login.
-type LoginResult struct {
-	Token    string `json:"token"`
-	Username string `json:"username"`
-}
+type LoginResult = api.Login
 
 // Login exchanges a username and password for a new token (no token needed).
 func (c *Client) Login(ctx context.Context, username, password string) (LoginResult, error) {
@@ -227,22 +219,10 @@ func (c *Client) Login(ctx context.Context, username, password string) (LoginRes
 }
 
 // Geometry is a GeoJSON geometry; fields are answered as MultiPolygon.
-type Geometry struct {
-	Type        string          `json:"type"`
-	Coordinates json.RawMessage `json:"coordinates"`
-}
+type Geometry = api.Geometry
 
-// Field is a registered field.
-type Field struct {
-	FieldName string            `json:"field_name"`
-	Group     string            `json:"group"`
-	Labels    map[string]string `json:"labels"`
-	Indices   []string          `json:"indices"`
-	Geometry  Geometry          `json:"geometry"`
-	BBox      [4]float64        `json:"bbox"` // west, south, east, north
-	CreatedAt string            `json:"created_at"`
-	UpdatedAt string            `json:"updated_at"`
-}
+// Field is a registered field (with its area, "area (ha)").
+type Field = api.Field
 
 // FieldRequest registers or updates a field. Geometry is GeoJSON (Polygon,
 // MultiPolygon or Feature, EPSG:4326). On update, nil members are left
@@ -259,18 +239,13 @@ type FieldRequest struct {
 	Indices []string          `json:"indices,omitempty"`
 }
 
-type fieldResult struct {
-	Message string `json:"message"`
-	Field   Field  `json:"field"`
-}
-
 // RegisterField registers a new field.
 func (c *Client) RegisterField(ctx context.Context, f FieldRequest) (Field, error) {
 	r, err := jsonBody("/fields/register", f)
 	if err != nil {
 		return Field{}, err
 	}
-	var out fieldResult
+	var out api.FieldResult
 	return out.Field, c.call(ctx, r, &out)
 }
 
@@ -280,7 +255,7 @@ func (c *Client) UpdateField(ctx context.Context, f FieldRequest) (Field, error)
 	if err != nil {
 		return Field{}, err
 	}
-	var out fieldResult
+	var out api.FieldResult
 	return out.Field, c.call(ctx, r, &out)
 }
 
@@ -293,32 +268,15 @@ func (c *Client) DeleteField(ctx context.Context, fieldName string) error {
 // empty. "" lists every field: fields without a group cannot be selected
 // alone (filter the result on Field.Group == "").
 func (c *Client) ListFields(ctx context.Context, group string) ([]Field, error) {
-	var out struct {
-		Fields []Field `json:"fields"`
-	}
+	var out api.FieldList
 	return out.Fields, c.call(ctx, request{path: "/fields/list", query: query("group", group)}, &out)
 }
 
 // MetadataRecord is a field metadata record (spec §2.2); optional members are pointers.
-type MetadataRecord struct {
-	FieldName   string  `json:"field_name"`
-	StartDate   string  `json:"start_date"`
-	HarvestDate *string `json:"harvest_date,omitempty"`
-	CropType    *string `json:"crop_type,omitempty"`
-	IsCoverCrop *bool   `json:"is_cover_crop,omitempty"`
-	YieldAmount *int    `json:"yield_amount,omitempty"`
-	YieldUnit   *string `json:"yield_unit,omitempty"`
-	IsTilled    *bool   `json:"is_tilled,omitempty"`
-	TillingType *string `json:"tilling_type,omitempty"`
-}
+type MetadataRecord = api.MetadataRecord
 
 // MetadataResult is the answer of RegisterMetadata.
-type MetadataResult struct {
-	Message   string `json:"message"`
-	FieldName string `json:"field_name"`
-	StartDate string `json:"start_date"`
-	Seasons   int    `json:"seasons"` // seasons now stored for the field
-}
+type MetadataResult = api.MetadataRegistered
 
 // RegisterMetadata registers one season of field metadata: the same
 // start_date replaces that season, another adds one.
@@ -414,19 +372,10 @@ func (c *Client) DownloadZip(ctx context.Context, d DownloadRequest) (File, erro
 }
 
 // FileEntry is one date with a usable image.
-type FileEntry struct {
-	Date       string  `json:"date"`
-	CloudCover float64 `json:"cloud_cover"`
-	Mean       float64 `json:"mean"`
-	Num        int     `json:"num"`
-	Scene      string  `json:"scene"`
-}
+type FileEntry = api.FileEntry
 
-// FileList is the answer of ListFiles: usable dates per index.
-type FileList struct {
-	FieldName string                 `json:"field_name"`
-	Indices   map[string][]FileEntry `json:"indices"`
-}
+// FileList is the answer of ListFiles: usable dates per index, and the uploads.
+type FileList = api.FileList
 
 // ListFilesRequest selects a field's images; empty members do not filter.
 type ListFilesRequest struct {
@@ -452,14 +401,7 @@ type ValueRequest struct {
 }
 
 // Value is the answer of Value.
-type Value struct {
-	FieldName string  `json:"field_name"`
-	Index     string  `json:"index"`
-	Date      string  `json:"date"`
-	Lat       float64 `json:"lat"`
-	Lon       float64 `json:"lon"`
-	Value     float64 `json:"value"`
-}
+type Value = api.Value
 
 // Value returns the index value of the pixel holding (Lat, Lon) and the date used.
 func (c *Client) Value(ctx context.Context, v ValueRequest) (Value, error) {
@@ -479,18 +421,11 @@ func (c *Client) Raster(ctx context.Context, d DownloadRequest) (File, error) {
 }
 
 // Index describes an index the caller may use.
-type Index struct {
-	Name    string   `json:"name"`
-	Formula string   `json:"formula"`
-	Source  string   `json:"source"`
-	Bands   []string `json:"bands"`
-}
+type Index = api.Index
 
 // Indices lists the indices the caller may use.
 func (c *Client) Indices(ctx context.Context) ([]Index, error) {
-	var out struct {
-		Indices []Index `json:"indices"`
-	}
+	var out api.IndexList
 	return out.Indices, c.call(ctx, request{path: "/indices/list"}, &out)
 }
 
@@ -556,9 +491,7 @@ type HistoryRequest struct {
 
 // History returns, per index, one row per usable date (GET /fields/history).
 func (c *Client) History(ctx context.Context, h HistoryRequest) (map[string][]HistoryRow, error) {
-	var out struct {
-		Indices map[string][]HistoryRow `json:"indices"`
-	}
+	var out api.History
 	err := c.call(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
 		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate)}, &out)
 	return out.Indices, err
@@ -579,25 +512,9 @@ type BoundaryRequest struct {
 	MinAreaHa          float64
 }
 
-// DetectedFields are the fields detected in an area (a GeoJSON FeatureCollection).
-type DetectedFields struct {
-	Type     string `json:"type"`
-	Features []struct {
-		Type     string `json:"type"`
-		ID       int    `json:"id"`
-		Geometry struct {
-			Type        string         `json:"type"`
-			Coordinates [][][2]float64 `json:"coordinates"`
-		} `json:"geometry"`
-		Properties struct {
-			AreaHa     float64 `json:"area_ha"`
-			Confidence float64 `json:"confidence"`
-			FieldName  string  `json:"field_name"`
-		} `json:"properties"`
-	} `json:"features"`
-	Dates      []string `json:"dates"`
-	Registered []string `json:"registered"`
-}
+// DetectedFields are the fields detected in an area (a GeoJSON
+// FeatureCollection), the imagery dates used and the fields registered.
+type DetectedFields = api.Boundaries
 
 // DetectBoundaries detects the fields in an area of interest
 // (POST /fields/boundaries/detect), registering them when asked.
@@ -624,19 +541,11 @@ func (c *Client) DetectBoundaries(ctx context.Context, b BoundaryRequest) (Detec
 }
 
 // Token describes one of the caller's tokens (never its secret).
-type Token struct {
-	ID        int64   `json:"id"`
-	CreatedAt string  `json:"created_at"`
-	ExpiresAt *string `json:"expires_at"`
-	// Current marks the token this client sent.
-	Current bool `json:"current"`
-}
+type Token = api.Token
 
 // Tokens lists the caller's tokens (GET /tokens/list).
 func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
-	var out struct {
-		Tokens []Token `json:"tokens"`
-	}
+	var out api.TokenList
 	return out.Tokens, c.call(ctx, request{path: "/tokens/list"}, &out)
 }
 
@@ -650,9 +559,7 @@ func (c *Client) RevokeToken(ctx context.Context, id int64, all bool) (int, erro
 	if all {
 		q.Set("all", "true")
 	}
-	var out struct {
-		Revoked int `json:"revoked"`
-	}
+	var out api.TokensRevoked
 	return out.Revoked, c.call(ctx, request{path: "/tokens/revoke", query: q}, &out)
 }
 
@@ -671,8 +578,6 @@ func (c *Client) RefreshToken(ctx context.Context) (LoginResult, error) {
 // FieldNameAvailable reports whether the caller has no field of that name
 // (GET /fields/check/{field_name}).
 func (c *Client) FieldNameAvailable(ctx context.Context, name string) (bool, error) {
-	var out struct {
-		Available bool `json:"available"`
-	}
+	var out api.NameAvailable
 	return out.Available, c.call(ctx, request{path: "/fields/check/" + url.PathEscape(name)}, &out)
 }

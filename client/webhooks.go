@@ -5,22 +5,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/webhook"
 )
 
 // WebhookRegistration is the answer of RegisterWebhook (spec §2.7, plus the
 // registration's id and, when it was created now, its signing secret).
-type WebhookRegistration struct {
-	Message  string `json:"message"`
-	Username string `json:"username"`
-	ID       int64  `json:"id"`
-	URL      string `json:"url"`
-	// Created is false when the URL was already registered: nothing changed
-	// (a registration disabled by a 410 is enabled again) and Secret is empty.
-	Created bool `json:"created"`
-	// Secret signs the notifications (webhook.Verify); it is shown only once.
-	Secret string `json:"secret,omitempty"`
-}
+type WebhookRegistration = api.WebhookRegistered
 
 // Webhook is one of the caller's registered URLs.
 type Webhook struct {

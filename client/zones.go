@@ -8,7 +8,8 @@ import (
 	"mime/multipart"
 	"sort"
 	"strconv"
-	"time"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // Layer is a §2.3 layer object of a variable-rate request: a crop_health
@@ -70,33 +71,13 @@ type VariableRateZonesRequest struct {
 }
 
 // ZoneCollection is the §2.4 zone collection.
-type ZoneCollection struct {
-	Type string `json:"type"`
-	CRS  struct {
-		Type       string `json:"type"`
-		Properties struct {
-			Name string `json:"name"` // urn:ogc:def:crs:EPSG::<code>
-		} `json:"properties"`
-	} `json:"crs"`
-	Features []ZoneFeature `json:"features"`
-}
+type ZoneCollection = api.ZoneCollection
 
 // ZoneFeature is one zone polygon; a zone in several parts has several features.
-type ZoneFeature struct {
-	Type     string `json:"type"`
-	Geometry struct {
-		Type        string         `json:"type"` // Polygon
-		Coordinates [][][2]float64 `json:"coordinates"`
-	} `json:"geometry"`
-	Properties ZoneProperties `json:"properties"`
-}
+type ZoneFeature = api.ZoneFeature
 
 // ZoneProperties are a zone's §2.4 properties.
-type ZoneProperties struct {
-	Dose      float64 `json:"DOSE"`
-	RasterVal float64 `json:"RASTER_VAL"`
-	Zone      int     `json:"ZONE"`
-}
+type ZoneProperties = api.ZoneProperties
 
 // Zones is the answer of the zone operations: File holds the answer as sent
 // (its name, type and, for §4.3 n_fertilizer, the image date), and
@@ -166,21 +147,11 @@ func (c *Client) PrescriptionZones(ctx context.Context, p PrescriptionZonesReque
 	return c.zones(ctx, request{path: "/prescription_maps/get_zones", query: query(p.Rates.query(kv)...)})
 }
 
-// Upload is one shapefile set stored for a field.
-type Upload struct {
-	Filename   string    `json:"filename"` // the .shp name, a custom layer's filename
-	Files      []string  `json:"files"`
-	Records    int       `json:"records,omitempty"`
-	Attributes []string  `json:"attributes,omitempty"`
-	EPSG       int       `json:"epsg,omitempty"`
-	UploadedAt time.Time `json:"uploaded_at"`
-}
+// Upload is one shapefile set or raster stored for a field.
+type Upload = api.Upload
 
 // UploadList is the answer of UploadFiles and ListUploads.
-type UploadList struct {
-	FieldName string   `json:"field_name"`
-	Uploads   []Upload `json:"uploads"`
-}
+type UploadList = api.Uploads
 
 // UploadFiles stores shapefile sets (files by name: .shp, .shx, .dbf, .prj)
 // for a field's later custom layers (/files/upload).

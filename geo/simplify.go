@@ -32,7 +32,7 @@ func PolygonizeSimplified(labels []int32, g Grid, nodata int32, tol float64) []L
 	t := traceRings(rg, cols, rows, true)
 	a := splitArcs(&t, g)
 	for i := range a.arcs {
-		a.arcs[i].cur = simplifyArc(a.arcs[i].orig, tol)
+		a.arcs[i].cur = SimplifyArc(a.arcs[i].orig, tol)
 	}
 	assemble := func(region int) orb.Polygon {
 		p := make(orb.Polygon, 0, len(t.byRegion[region]))
@@ -228,9 +228,13 @@ func dropCollinear(r orb.Ring) orb.Ring {
 	return append(out, out[0])
 }
 
-// simplifyArc is Douglas–Peucker with fixed end points; a closed arc is
-// split at its vertex farthest from the start so it keeps some area.
-func simplifyArc(pts []orb.Point, tol float64) []orb.Point {
+// SimplifyArc is Douglas–Peucker with fixed end points: it keeps the
+// vertices of pts farther than tol from the simplified line. A closed arc
+// (both ends the same point) is split at its vertex farthest from the start
+// so it keeps some area. Simplifying each arc of a boundary shared by two
+// polygons once, and giving both the result, keeps them free of gaps and
+// overlaps (PolygonizeSimplified; zoning's zone simplification).
+func SimplifyArc(pts []orb.Point, tol float64) []orb.Point {
 	if len(pts) <= 2 {
 		return pts
 	}

@@ -3,6 +3,7 @@ package imagery
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cropkit/cropkit/api"
 	"math"
 	"slices"
 	"strconv"
@@ -246,108 +247,30 @@ func appendFixed6(b []byte, v float64) []byte {
 	return b[:j+end]
 }
 
-// UnmarshalJSON reads a §2.5 document; the index is the one key that is not
-// a known field. Nulls become NaN (or a nil MeanVariation).
+// UnmarshalJSON reads a §2.5 document with the one decoder of the wire
+// type (api.Report): the index is the one key that is not a known member;
+// null statistics become NaN; a document without a previous_date (the
+// first image) has a nil MeanVariation.
 func (r *Report) UnmarshalJSON(data []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("report: %w", err)
+	var doc api.Report
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
 	}
-	known := map[string]*float64{
-		"mean": &r.Stats.Mean, "median": &r.Stats.Median, "std": &r.Stats.Std,
-		"min": &r.Stats.Min, "max": &r.Stats.Max, "p25": &r.Stats.P25, "p75": &r.Stats.P75,
-		"cloud_cover": &r.Stats.CloudCover,
-	}
-	*r = Report{}
-	for k, raw := range m {
-		switch k {
-		case "bounds":
-			if err := json.Unmarshal(raw, &r.Bounds); err != nil {
-				return fmt.Errorf("report bounds: %w", err)
-			}
-		case "num":
-			if err := json.Unmarshal(raw, &r.Stats.Num); err != nil {
-				return fmt.Errorf("report num: %w", err)
-			}
-		case "field_pixels":
-			if err := json.Unmarshal(raw, &r.Stats.FieldPixels); err != nil {
-				return fmt.Errorf("report field_pixels: %w", err)
-			}
-		case "mean_variation":
-			var v *float64
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return fmt.Errorf("report mean_variation: %w", err)
-			}
-			r.MeanVariation = v
-		case "previous_date":
-			var s *string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return fmt.Errorf("report previous_date: %w", err)
-			}
-			if s != nil {
-				r.PreviousDate = *s
-			}
-		case "date":
-			var s *string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return fmt.Errorf("report date: %w", err)
-			}
-			if s != nil {
-				t, err := time.Parse(time.DateOnly, *s)
-				if err != nil {
-					return fmt.Errorf("report date: %w", err)
-				}
-				r.Date = t
-			}
-		default:
-			if dst, ok := known[k]; ok {
-				*dst = nullableFloat(raw)
-				if string(raw) != "null" {
-					if err := json.Unmarshal(raw, dst); err != nil {
-						return fmt.Errorf("report %s: %w", k, err)
-					}
-				}
-				continue
-			}
-			if r.Index != "" {
-				return fmt.Errorf("report: two index keys %q and %q", r.Index, k)
-			}
-			var rows [][]*float64
-			if err := json.Unmarshal(raw, &rows); err != nil {
-				return fmt.Errorf("report %s: %w", k, err)
-			}
-			r.Index = k
-			r.Rows = len(rows)
-			if r.Rows > 0 {
-				r.Cols = len(rows[0])
-			}
-			r.Values = make([]float64, 0, r.Rows*r.Cols)
-			for i, row := range rows {
-				if len(row) != r.Cols {
-					return fmt.Errorf("report %s: row %d has %d values, want %d", k, i, len(row), r.Cols)
-				}
-				for _, v := range row {
-					if v == nil {
-						r.Values = append(r.Values, math.NaN())
-					} else {
-						r.Values = append(r.Values, *v)
-					}
-				}
-			}
+	*r = Report{Index: doc.Index, Bounds: doc.Bounds, Cols: doc.Cols, Rows: doc.Rows, Values: doc.Values,
+		Stats: Stats{Mean: doc.Mean, Median: doc.Median, Std: doc.Std, Min: doc.Min, Max: doc.Max, P25: doc.P25, P75: doc.P75,
+			Num: doc.Num, FieldPixels: doc.FieldPixels, CloudCover: doc.CloudCover}}
+	if doc.Date != "" {
+		t, err := time.Parse(time.DateOnly, doc.Date)
+		if err != nil {
+			return fmt.Errorf("report date: %w", err)
 		}
+		r.Date = t
 	}
-	if r.Index == "" {
-		return fmt.Errorf("report: no index key")
+	if doc.PreviousDate != nil {
+		r.PreviousDate = *doc.PreviousDate
 	}
-	if _, ok := m["previous_date"]; ok && r.PreviousDate == "" {
-		r.MeanVariation = nil // the first image: 0 means "no previous image"
+	if r.PreviousDate != "" && !math.IsNaN(doc.MeanVariation) {
+		r.MeanVariation = &doc.MeanVariation
 	}
 	return nil
-}
-
-func nullableFloat(raw json.RawMessage) float64 {
-	if string(raw) == "null" {
-		return math.NaN()
-	}
-	return 0
 }

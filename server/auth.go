@@ -9,13 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
-
-type loginResponse struct {
-	Token    string `json:"token"`
-	Username string `json:"username"`
-}
 
 // clientAddress is the request's remote IP (without the port).
 func clientAddress(r *http.Request) string {
@@ -46,7 +42,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, c *call) er
 	}{{"user:" + name, s.logins.limit}, {"addr:" + clientAddress(r), 4 * s.logins.limit}}
 	for _, k := range keys {
 		if blocked, wait := s.logins.blocked(k.key, k.max, now); blocked {
-			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
+			return &Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited,
 				Message: fmt.Sprintf("too many failed logins; retry in %s", wait.Round(time.Second)), RetryAfter: int(math.Ceil(wait.Seconds()))}
 		}
 	}
@@ -55,12 +51,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, c *call) er
 		for _, k := range keys {
 			s.logins.add(k.key, now)
 		}
-		return &Error{Status: http.StatusForbidden, Code: CodeUnauthorized, Message: "wrong username or password"}
+		return &Error{Status: http.StatusForbidden, Code: api.CodeUnauthorized, Message: "wrong username or password"}
 	}
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, loginResponse{Token: tok, Username: u.Name})
+	return writeJSON(w, http.StatusOK, api.Login{Token: tok, Username: u.Name})
 }
 
 // handleRefreshToken issues a new token for the caller and revokes the one
@@ -70,18 +66,7 @@ func (s *Server) handleRefreshToken(w http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, loginResponse{Token: tok, Username: c.user.Name})
-}
-
-type tokenJSON struct {
-	ID        int64   `json:"id"`
-	CreatedAt string  `json:"created_at"`
-	ExpiresAt *string `json:"expires_at"`
-	Current   bool    `json:"current"`
-}
-
-type tokensResponse struct {
-	Tokens []tokenJSON `json:"tokens"`
+	return writeJSON(w, http.StatusOK, api.Login{Token: tok, Username: c.user.Name})
 }
 
 // handleTokensList lists the caller's tokens: ids and times, never secrets.
@@ -90,9 +75,9 @@ func (s *Server) handleTokensList(w http.ResponseWriter, r *http.Request, c *cal
 	if err != nil {
 		return err
 	}
-	out := tokensResponse{Tokens: []tokenJSON{}}
+	out := api.TokenList{Tokens: []api.Token{}}
 	for _, t := range toks {
-		j := tokenJSON{ID: t.ID, CreatedAt: t.Created.UTC().Format(time.RFC3339), Current: t.ID == c.token.ID}
+		j := api.Token{ID: t.ID, CreatedAt: t.Created.UTC().Format(time.RFC3339), Current: t.ID == c.token.ID}
 		if !t.Expires.IsZero() {
 			e := t.Expires.UTC().Format(time.RFC3339)
 			j.ExpiresAt = &e
@@ -127,5 +112,5 @@ func (s *Server) handleTokensRevoke(w http.ResponseWriter, r *http.Request, c *c
 	if n == 0 {
 		return notFound("token %d not found", id)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"message": fmt.Sprintf("%d token(s) revoked", n), "revoked": n})
+	return writeJSON(w, http.StatusOK, api.TokensRevoked{Message: fmt.Sprintf("%d token(s) revoked", n), Revoked: n})
 }

@@ -5,32 +5,7 @@ import (
 	"time"
 
 	"github.com/cropkit/cropkit/archive"
-	"github.com/cropkit/cropkit/boundary"
 )
-
-// boundariesResponse is the detected fields as a GeoJSON FeatureCollection
-// (EPSG:4326, properties area_ha and confidence), with the imagery dates
-// used and, with register=true, the names of the fields registered (also
-// as each feature's properties.field_name).
-type boundariesResponse struct {
-	Type       string            `json:"type"`
-	Features   []boundaryFeature `json:"features"`
-	Dates      []string          `json:"dates"`
-	Registered []string          `json:"registered"`
-}
-
-type boundaryFeature struct {
-	Type       string                   `json:"type"`
-	ID         int                      `json:"id"`
-	Geometry   boundary.PolygonGeometry `json:"geometry"`
-	Properties boundaryProperties       `json:"properties"`
-}
-
-type boundaryProperties struct {
-	AreaHa     float64 `json:"area_ha"`
-	Confidence float64 `json:"confidence"`
-	FieldName  string  `json:"field_name,omitempty"`
-}
 
 // handleBoundaries detects the fields in an area of interest (§4.6 field
 // boundary detection) from the imagery the server has ingested there.
@@ -70,22 +45,9 @@ func (s *Server) handleBoundaries(w http.ResponseWriter, r *http.Request, c *cal
 		}
 		req.MinAreaHa = v
 	}
-	res, fields, err := s.core.DetectBoundaries(r.Context(), c.user, req)
+	out, err := s.core.Boundaries(r.Context(), c.user, req)
 	if err != nil {
 		return err
-	}
-	fc := res.FeatureCollection()
-	out := boundariesResponse{Type: fc.Type, Features: make([]boundaryFeature, len(fc.Features)), Dates: []string{}, Registered: []string{}}
-	for i, f := range fc.Features {
-		out.Features[i] = boundaryFeature{Type: f.Type, ID: f.ID, Geometry: f.Geometry,
-			Properties: boundaryProperties{AreaHa: f.Properties.AreaHa, Confidence: f.Properties.Confidence}}
-		if i < len(fields) {
-			out.Features[i].Properties.FieldName = fields[i].Name
-			out.Registered = append(out.Registered, fields[i].Name)
-		}
-	}
-	for _, d := range res.Dates {
-		out.Dates = append(out.Dates, d.UTC().Format(time.DateOnly))
 	}
 	status := http.StatusOK
 	if req.Register {

@@ -5,7 +5,7 @@
 // the core (package archive) and encodes the answer. It holds no algorithm
 // and no storage of its own.
 //
-//	core, _ := archive.Open(ctx, "./cropkit-data", true, archive.Config{}) // SQLite + product files
+//	core, _ := backend.Open(ctx, "./cropkit-data", true, archive.Config{}) // SQLite + product files
 //	token, created, _ := core.EnsureAdmin(ctx)                            // first start: the admin's token
 //	srv, _ := server.New(server.Config{Archive: core})
 //	http.ListenAndServe("127.0.0.1:8080", srv)

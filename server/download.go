@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
 
@@ -82,18 +81,7 @@ func (s *Server) image(ctx context.Context, c *call, index string, withGeometry 
 
 // fileBase is "<field>_<index>_<YYYYMMDD>" with characters unsafe in file names replaced.
 func fileBase(field, index, date string) string {
-	return safeFileName(field) + "_" + index + "_" + strings.ReplaceAll(date, "-", "")
-}
-
-// safeFileName is a name made safe for a file name.
-func safeFileName(name string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
-			return r
-		}
-		return '_'
-	}, name)
+	return archive.SafeFileName(field) + "_" + index + "_" + strings.ReplaceAll(date, "-", "")
 }
 
 // contentDisposition is an attachment header; a plain token file name is
@@ -194,27 +182,6 @@ func writeFile(w http.ResponseWriter, body []byte, name, date string) error {
 	return err
 }
 
-type fileEntry struct {
-	Date       string  `json:"date"`
-	CloudCover float64 `json:"cloud_cover"`
-	Mean       float64 `json:"mean"`
-	Num        int     `json:"num"`
-	Scene      string  `json:"scene"`
-}
-
-type filesListResponse struct {
-	FieldName string                 `json:"field_name"`
-	Indices   map[string][]fileEntry `json:"indices"`
-	// Uploads are the field's uploaded shapefiles and rasters (/files/upload).
-	Uploads []uploadEntry `json:"uploads"`
-}
-
-type uploadEntry struct {
-	Filename   string `json:"filename"`
-	Kind       string `json:"kind"`
-	UploadedAt string `json:"uploaded_at"`
-}
-
 // dateRange reads start_date and end_date.
 func dateRange(p params) (from, to string, err error) {
 	if from, _, err = p.date("start_date"); err != nil {
@@ -253,43 +220,30 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
-	out := filesListResponse{FieldName: f.Name, Indices: map[string][]fileEntry{}}
+	out := api.FileList{FieldName: f.Name, Indices: map[string][]api.FileEntry{}}
 	for _, name := range f.Indices {
 		if (hasIndex && name != index) || !c.user.May(name) {
 			continue
 		}
-		out.Indices[name] = []fileEntry{}
+		out.Indices[name] = []api.FileEntry{}
 	}
 	ups, err := s.core.UploadSummaries(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	out.Uploads = make([]uploadEntry, 0, len(ups))
+	out.Uploads = make([]api.UploadEntry, 0, len(ups))
 	for _, u := range ups {
-		kind := "shapefile"
-		if slices.Contains(rasterExts, strings.ToLower(path.Ext(u.Name))) {
-			kind = "raster"
-		}
-		out.Uploads = append(out.Uploads, uploadEntry{Filename: u.Name, Kind: kind, UploadedAt: u.Uploaded.UTC().Format(time.RFC3339)})
+		out.Uploads = append(out.Uploads, api.UploadEntry{Filename: u.Name, Kind: u.Kind(), UploadedAt: u.Uploaded.UTC().Format(time.RFC3339)})
 	}
 	for _, p := range products {
 		if _, ok := out.Indices[p.Index]; !ok {
 			continue
 		}
-		out.Indices[p.Index] = append(out.Indices[p.Index], fileEntry{
+		out.Indices[p.Index] = append(out.Indices[p.Index], api.FileEntry{
 			Date: p.Date, CloudCover: p.CloudCover, Mean: p.Mean, Num: p.Num, Scene: p.SceneID,
 		})
 	}
 	return writeJSON(w, http.StatusOK, out)
-}
-
-type valueResponse struct {
-	FieldName string  `json:"field_name"`
-	Index     string  `json:"index"`
-	Date      string  `json:"date"`
-	Lat       float64 `json:"lat"`
-	Lon       float64 `json:"lon"`
-	Value     float64 `json:"value"`
 }
 
 // handleValue answers the index value of the pixel holding (lat, lon).
@@ -321,7 +275,7 @@ func (s *Server) handleValue(w http.ResponseWriter, r *http.Request, c *call) er
 		return err
 	}
 	w.Header().Set("X-Image-Date", img.Product.Date)
-	return writeJSON(w, http.StatusOK, valueResponse{FieldName: img.Field.Name, Index: img.Index, Date: img.Product.Date, Lat: lat, Lon: lon, Value: v})
+	return writeJSON(w, http.StatusOK, api.Value{FieldName: img.Field.Name, Index: img.Index, Date: img.Product.Date, Lat: lat, Lon: lon, Value: v})
 }
 
 // handleRaster serves the product's values as a float32 GeoTIFF in the

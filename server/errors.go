@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
 
@@ -24,53 +25,26 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
 
-// The error codes of the API.
-const (
-	CodeBadRequest       = "bad_request"
-	CodeInvalidGeometry  = "invalid_geometry"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeNotFound         = "not_found"
-	CodeNoImagery        = "no_imagery"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeConflict         = "conflict"
-	CodeTooLarge         = "too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeInternal         = "internal"
-	CodeUnavailable      = "unavailable"
-	CodeRateLimited      = "rate_limited"
-	CodeCanceled         = "canceled"
-)
-
 func badRequest(format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: fmt.Sprintf(format, args...)}
 }
 
 func forbidden(format string, args ...any) *Error {
-	return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: fmt.Sprintf(format, args...)}
 }
 
 func notFound(format string, args ...any) *Error {
-	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf(format, args...)}
 }
 
 // unavailable is a 503 asking the client to retry in a second.
 func unavailable(format string, args ...any) *Error {
-	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: fmt.Sprintf(format, args...), RetryAfter: 1}
+	return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: fmt.Sprintf(format, args...), RetryAfter: 1}
 }
 
 // fieldNotFound is the answer for a missing field and for another user's field alike.
 func fieldNotFound(name string) *Error {
 	return notFound("field %q not found", name)
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }
 
 // writeError answers with the JSON error shape.
@@ -87,7 +61,7 @@ func writeError(w http.ResponseWriter, e *Error) {
 	w.WriteHeader(e.Status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.Encode(errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
+	enc.Encode(api.ErrorBody{Error: api.ErrorDetail{Code: e.Code, Message: e.Message}})
 }
 
 // kindStatus is the one table from the core's error kinds to the API's
@@ -97,18 +71,18 @@ var kindStatus = []struct {
 	status int
 	code   string
 }{
-	{archive.ErrInvalidGeometry, http.StatusBadRequest, CodeInvalidGeometry},
-	{archive.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
-	{archive.ErrQuota, http.StatusBadRequest, CodeBadRequest},
-	{archive.ErrUnauthenticated, http.StatusForbidden, CodeUnauthorized},
-	{archive.ErrBadPassword, http.StatusForbidden, CodeUnauthorized},
-	{archive.ErrForbidden, http.StatusForbidden, CodeForbidden},
-	{archive.ErrNoImagery, http.StatusNotFound, CodeNoImagery},
-	{archive.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{archive.ErrExists, http.StatusConflict, CodeConflict},
-	{archive.ErrConflict, http.StatusConflict, CodeConflict},
-	{archive.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
-	{archive.ErrBusy, http.StatusServiceUnavailable, CodeUnavailable},
+	{archive.ErrInvalidGeometry, http.StatusBadRequest, api.CodeInvalidGeometry},
+	{archive.ErrInvalid, http.StatusBadRequest, api.CodeBadRequest},
+	{archive.ErrQuota, http.StatusBadRequest, api.CodeBadRequest},
+	{archive.ErrUnauthenticated, http.StatusForbidden, api.CodeUnauthorized},
+	{archive.ErrBadPassword, http.StatusForbidden, api.CodeUnauthorized},
+	{archive.ErrForbidden, http.StatusForbidden, api.CodeForbidden},
+	{archive.ErrNoImagery, http.StatusNotFound, api.CodeNoImagery},
+	{archive.ErrNotFound, http.StatusNotFound, api.CodeNotFound},
+	{archive.ErrExists, http.StatusConflict, api.CodeConflict},
+	{archive.ErrConflict, http.StatusConflict, api.CodeConflict},
+	{archive.ErrRateLimited, http.StatusTooManyRequests, api.CodeRateLimited},
+	{archive.ErrBusy, http.StatusServiceUnavailable, api.CodeUnavailable},
 }
 
 // asAPIError maps err to the error answered: an *Error as is, a core error
@@ -120,7 +94,7 @@ func asAPIError(err error) (e *Error, internal bool) {
 	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 			Message: fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)}, false
 	}
 	for _, k := range kindStatus {
@@ -146,9 +120,9 @@ func asAPIError(err error) (e *Error, internal bool) {
 	}
 	if errors.Is(err, context.Canceled) {
 		// The client went away: nothing to answer, nothing to log as a fault.
-		return &Error{Status: StatusClientClosed, Code: CodeCanceled, Message: "request canceled"}, false
+		return &Error{Status: StatusClientClosed, Code: api.CodeCanceled, Message: "request canceled"}, false
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, true
+	return &Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error"}, true
 }
 
 // StatusClientClosed is logged for requests whose client went away (nginx's 499).

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/server"
 )
 
@@ -18,7 +19,7 @@ func ExampleNew() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "cropkit-example")
 	defer os.RemoveAll(dir)
-	core, err := archive.Open(ctx, dir, true, archive.Config{})
+	core, err := backend.Open(ctx, dir, true, archive.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func ExampleServer_ServeHTTP() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "cropkit-example")
 	defer os.RemoveAll(dir)
-	core, _ := archive.Open(ctx, dir, true, archive.Config{})
+	core, _ := backend.Open(ctx, dir, true, archive.Config{})
 	defer core.Close()
 	srv, _ := server.New(server.Config{Archive: core})
 	rec := httptest.NewRecorder()

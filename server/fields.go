@@ -7,68 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
-	"github.com/cropkit/cropkit/geo"
 )
-
-// fieldJSON is a field on the wire.
-type fieldJSON struct {
-	FieldName string            `json:"field_name"`
-	Group     string            `json:"group"`
-	Labels    map[string]string `json:"labels"`
-	Indices   []string          `json:"indices"`
-	Geometry  geometryJSON      `json:"geometry"`
-	BBox      [4]float64        `json:"bbox"`
-	// AreaHa is the outline's geodesic area (SpaceSense's client reads "area (ha)").
-	AreaHa    float64 `json:"area (ha)"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
-}
-
-// geometryJSON is a GeoJSON MultiPolygon.
-type geometryJSON struct {
-	Type        string          `json:"type"`
-	Coordinates json.RawMessage `json:"coordinates"`
-}
-
-func toFieldJSON(f archive.Field) fieldJSON {
-	coords, _ := json.Marshal(f.Geometry)
-	return fieldJSON{
-		FieldName: f.Name,
-		Group:     f.Group,
-		Labels:    nonNil(f.Labels),
-		Indices:   nonNilList(f.Indices),
-		Geometry:  geometryJSON{Type: "MultiPolygon", Coordinates: coords},
-		BBox:      [4]float64{f.Bound.Min[0], f.Bound.Min[1], f.Bound.Max[0], f.Bound.Max[1]},
-		AreaHa:    roundTo(geo.GeodesicArea(f.Geometry)/10000, 4),
-		CreatedAt: f.Created.UTC().Format(time.RFC3339),
-		UpdatedAt: f.Updated.UTC().Format(time.RFC3339),
-	}
-}
-
-func nonNil(l map[string]string) map[string]string {
-	if l == nil {
-		return map[string]string{}
-	}
-	return l
-}
-
-func nonNilList(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}
-
-type fieldResponse struct {
-	Message string    `json:"message"`
-	Field   fieldJSON `json:"field"`
-	// AreaHa repeats field.area (ha) at the top level, where SpaceSense's
-	// client reads it.
-	AreaHa float64 `json:"area (ha)"`
-}
 
 // writeJSON answers v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -117,7 +59,7 @@ func (s *Server) fieldInput(p params, name string) (archive.FieldInput, error) {
 		return in, err
 	}
 	for _, l := range mixed {
-		if _, isIndex := s.cat.Lookup(strings.ToLower(l)); isIndex {
+		if _, isIndex := s.core.Catalogue().Lookup(strings.ToLower(l)); isIndex {
 			in.Indices = append(in.Indices, strings.ToLower(l))
 			continue
 		}
@@ -142,8 +84,8 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 	if err != nil {
 		return err
 	}
-	fj := toFieldJSON(f)
-	return writeJSON(w, http.StatusCreated, fieldResponse{Message: fmt.Sprintf("field %q registered", f.Name), Field: fj, AreaHa: fj.AreaHa})
+	fj := f.Wire()
+	return writeJSON(w, http.StatusCreated, api.FieldResult{Message: fmt.Sprintf("field %q registered", f.Name), Field: fj, AreaHa: fj.AreaHa})
 }
 
 // field loads the caller's field named by the field_name parameter
@@ -169,12 +111,8 @@ func (s *Server) handleFieldUpdate(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	fj := toFieldJSON(f)
-	return writeJSON(w, http.StatusOK, fieldResponse{Message: fmt.Sprintf("field %q updated", f.Name), Field: fj, AreaHa: fj.AreaHa})
-}
-
-type messageResponse struct {
-	Message string `json:"message"`
+	fj := f.Wire()
+	return writeJSON(w, http.StatusOK, api.FieldResult{Message: fmt.Sprintf("field %q updated", f.Name), Field: fj, AreaHa: fj.AreaHa})
 }
 
 func (s *Server) handleFieldDelete(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -185,11 +123,7 @@ func (s *Server) handleFieldDelete(w http.ResponseWriter, r *http.Request, c *ca
 	if err := s.core.DeleteField(r.Context(), c.user, name); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, messageResponse{Message: fmt.Sprintf("field %q deleted with its products", name)})
-}
-
-type fieldListResponse struct {
-	Fields []fieldJSON `json:"fields"`
+	return writeJSON(w, http.StatusOK, api.Message{Message: fmt.Sprintf("field %q deleted with its products", name)})
 }
 
 func (s *Server) handleFieldList(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -205,9 +139,9 @@ func (s *Server) handleFieldList(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
-	out := fieldListResponse{Fields: make([]fieldJSON, 0, len(fields))}
+	out := api.FieldList{Fields: make([]api.Field, 0, len(fields))}
 	for _, f := range fields {
-		out.Fields = append(out.Fields, toFieldJSON(f))
+		out.Fields = append(out.Fields, f.Wire())
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -219,30 +153,19 @@ func (s *Server) handleFieldCheck(w http.ResponseWriter, r *http.Request, c *cal
 	_, err := s.core.Field(r.Context(), c.user, name, false)
 	switch {
 	case err == nil:
-		return writeJSON(w, http.StatusOK, map[string]bool{"available": false})
+		return writeJSON(w, http.StatusOK, api.NameAvailable{Available: false})
 	case isNotFound(err):
-		return writeJSON(w, http.StatusOK, map[string]bool{"available": true})
+		return writeJSON(w, http.StatusOK, api.NameAvailable{Available: true})
 	}
 	return err
 }
 
-type indicesResponse struct {
-	Indices []indexJSON `json:"indices"`
-}
-
-type indexJSON struct {
-	Name    string   `json:"name"`
-	Formula string   `json:"formula"`
-	Source  string   `json:"source"`
-	Bands   []string `json:"bands"`
-}
-
 // handleIndices lists the indices the caller may use.
 func (s *Server) handleIndices(w http.ResponseWriter, r *http.Request, c *call) error {
-	out := indicesResponse{Indices: []indexJSON{}}
+	out := api.IndexList{Indices: []api.Index{}}
 	for _, n := range s.core.IndexNames(c.user) {
-		ix, _ := s.cat.Lookup(n)
-		out.Indices = append(out.Indices, indexJSON{Name: ix.Name, Formula: ix.Formula, Source: ix.Source, Bands: ix.Bands})
+		ix, _ := s.core.Catalogue().Lookup(n)
+		out.Indices = append(out.Indices, api.Index{Name: ix.Name, Formula: ix.Formula, Source: ix.Source, Bands: ix.Bands})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

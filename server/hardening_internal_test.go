@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 )
 
 // A storage ErrBusy (SQLite's lock held by another process past the busy
@@ -24,7 +26,7 @@ func TestBusyIs503(t *testing.T) {
 	e, internal := asAPIError(err)
 	assert.False(t, internal)
 	assert.Equal(t, http.StatusServiceUnavailable, e.Status)
-	assert.Equal(t, CodeUnavailable, e.Code)
+	assert.Equal(t, api.CodeUnavailable, e.Code)
 	rec := httptest.NewRecorder()
 	writeError(rec, e)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
@@ -34,7 +36,7 @@ func TestBusyIs503(t *testing.T) {
 func newTestServer(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
 	ctx := context.Background()
-	core, err := archive.Open(ctx, t.TempDir(), true, archive.Config{})
+	core, err := backend.Open(ctx, t.TempDir(), true, archive.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { core.Close() })
 	tok, _, err := core.EnsureAdmin(ctx)

@@ -8,13 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
-
-type historyResponse struct {
-	FieldName string                          `json:"field_name"`
-	Indices   map[string][]archive.HistoryRow `json:"indices"`
-}
 
 // handleHistory answers a field's index statistics through time (one row
 // per usable date) as JSON or CSV, from the stored products only.
@@ -44,7 +40,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	if format != "csv" {
-		return writeJSON(w, http.StatusOK, historyResponse{FieldName: f.Name, Indices: hist})
+		return writeJSON(w, http.StatusOK, api.History{FieldName: f.Name, Indices: hist})
 	}
 	var buf bytes.Buffer
 	cw := csv.NewWriter(&buf)
@@ -72,7 +68,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	return writeFile(w, buf.Bytes(), safeFileName(f.Name)+"_history.csv", "")
+	return writeFile(w, buf.Bytes(), archive.SafeFileName(f.Name)+"_history.csv", "")
 }
 
 // csvText defuses a text cell a spreadsheet would run as a formula (OWASP's

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net/http"
 	"os"
@@ -14,10 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
-	"github.com/cropkit/cropkit/geo"
-	"github.com/cropkit/cropkit/imagery"
-	"github.com/cropkit/cropkit/imagery/geotiff"
 )
 
 type ingestRequest struct {
@@ -50,7 +47,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 			return bodyError("read body", err)
 		}
 		if int64(len(body)) > s.maxBody {
-			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", s.maxBody)}
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", s.maxBody)}
 		}
 		var req ingestRequest
 		if len(bytes.TrimSpace(body)) > 0 {
@@ -139,10 +136,7 @@ func (s *Server) receiveScene(r *http.Request) (dir, date string, err error) {
 			}
 			continue
 		}
-		band, ok := imagery.BandName(name)
-		if !ok {
-			band, ok = imagery.BandName(part.FileName())
-		}
+		band, ok := archive.UploadedBand(name, part.FileName())
 		if !ok {
 			return dir, "", badRequest("upload part %q (file %q) is not a band file B01…B12, B8A, SCL or CLM", name, part.FileName())
 		}
@@ -167,7 +161,7 @@ func (s *Server) receiveScene(r *http.Request) (dir, date string, err error) {
 			return dir, "", badRequest("date must be YYYY-MM-DD, got %q", date)
 		}
 	}
-	filesDate, err := checkUploadedBands(dir)
+	filesDate, err := archive.CheckUploadedScene(dir)
 	if err != nil {
 		return dir, "", err
 	}
@@ -184,71 +178,4 @@ func (s *Server) receiveScene(r *http.Request) (dir, date string, err error) {
 		}
 	}
 	return dir, date, nil
-}
-
-// checkUploadedBands checks that the band files of an uploaded scene are one
-// scene: GeoTIFFs in one CRS covering one extent (bands of another
-// resolution cover it with their own pixels; half a coarse pixel of slack),
-// and, when they carry acquisition dates, the same date. It returns that
-// date ("" when no file carries one). Mixed scenes used to be accepted and
-// then failed field by field.
-func checkUploadedBands(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("uploaded scene: %w", err)
-	}
-	var (
-		refName, date, dateBand string
-		ref                     geo.Grid
-	)
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name()))
-		f, err := geotiff.OpenFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return "", badRequest("band %s is not a readable GeoTIFF: %v", name, err)
-		}
-		g, md := f.Grid(), f.Metadata()
-		f.Close()
-		if g.EPSG == 0 {
-			return "", badRequest("band %s has no EPSG code", name)
-		}
-		switch {
-		case refName == "":
-			refName, ref = name, g
-		case g.EPSG != ref.EPSG:
-			return "", badRequest("bands %s (EPSG:%d) and %s (EPSG:%d) are in different CRS: send the bands of one scene", refName, ref.EPSG, name, g.EPSG)
-		case !sameExtent(ref, g):
-			return "", badRequest("bands %s and %s cover different extents (%v, %v): send the bands of one scene", refName, name, ref.Bound(), g.Bound())
-		}
-		if d := acquisitionDate(md); d != "" {
-			if date != "" && d != date {
-				return "", badRequest("bands %s and %s are of different dates (%s, %s): send the bands of one scene", dateBand, name, date, d)
-			}
-			date, dateBand = d, name
-		}
-	}
-	return date, nil
-}
-
-// sameExtent reports whether two grids cover one extent, within half the
-// coarser pixel (a 20 m band rounds a 10 m extent to its own pixels).
-func sameExtent(a, b geo.Grid) bool {
-	ba, bb := a.Bound(), b.Bound()
-	tol := max(a.DX, a.DY, b.DX, b.DY) / 2
-	return math.Abs(ba.Min[0]-bb.Min[0]) <= tol && math.Abs(ba.Min[1]-bb.Min[1]) <= tol &&
-		math.Abs(ba.Max[0]-bb.Max[0]) <= tol && math.Abs(ba.Max[1]-bb.Max[1]) <= tol
-}
-
-// acquisitionDate is the acquisition date (YYYY-MM-DD, UTC) in a band's GDAL
-// metadata, "" without one. The keys are those imagery dates a scene by.
-func acquisitionDate(md map[string]string) string {
-	for _, key := range []string{"ACQUISITION_DATETIME_UTC", "ACQUISITION_DATETIME", "DATATAKE_1_DATATAKE_SENSING_START", "PRODUCT_START_TIME", "SENSING_TIME", "DATETIME"} {
-		v := strings.TrimSpace(md[key])
-		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006:01:02 15:04:05", "2006-01-02 15:04:05", time.DateOnly} {
-			if t, err := time.Parse(layout, v); err == nil {
-				return t.UTC().Format(time.DateOnly)
-			}
-		}
-	}
-	return ""
 }

@@ -1,28 +1,20 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/cropkit/cropkit/metadata"
+	"github.com/cropkit/cropkit/api"
+	"github.com/cropkit/cropkit/archive"
 )
-
-type metadataResponse struct {
-	Message   string `json:"message"`
-	FieldName string `json:"field_name"`
-	StartDate string `json:"start_date"`
-	Seasons   int    `json:"seasons"`
-}
 
 // typedMetadataValue converts the string form of a typed §2.2 key (what a
 // query string or a form carries: is_tilled=true, yield_amount=9) to its JSON
 // type; anything else, and strings that do not convert, stay as they are
-// (metadata.Decode then names the key at fault).
+// (archive.RegisterSeasonJSON then names the key at fault).
 func typedMetadataValue(key string, v json.RawMessage) json.RawMessage {
 	var text string
 	if json.Unmarshal(v, &text) != nil {
@@ -57,37 +49,17 @@ func (s *Server) handleMetadataRegister(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return fmt.Errorf("metadata body: %w", err)
 	}
-	if len(body) > metadata.MaxBodyBytes {
+	if len(body) > archive.MaxSeasonBytes {
 		// Only with a --max-body above metadata's limit: the same answer as
 		// any body over its limit.
-		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
-			Message: fmt.Sprintf("field metadata: body larger than %d bytes", metadata.MaxBodyBytes)}
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
+			Message: fmt.Sprintf("field metadata: body larger than %d bytes", archive.MaxSeasonBytes)}
 	}
-	rec, err := metadata.Decode(bytes.NewReader(body))
-	var verr *metadata.ValidationError
-	if errors.As(err, &verr) {
-		return badRequest("%v", verr)
-	}
+	out, err := s.core.RegisterSeasonJSON(r.Context(), c.user, body)
 	if err != nil {
 		return err
 	}
-	f, replaced, count, err := s.core.RegisterSeason(r.Context(), c.user, rec)
-	if err != nil {
-		return err
-	}
-	verb := "added"
-	if replaced {
-		verb = "replaced"
-	}
-	return writeJSON(w, http.StatusCreated, metadataResponse{
-		Message:   fmt.Sprintf("metadata registered for field %q: season starting %s %s", f.Name, rec.StartDate, verb),
-		FieldName: f.Name, StartDate: rec.StartDate, Seasons: count,
-	})
-}
-
-type metadataListResponse struct {
-	FieldName string           `json:"field_name"`
-	Seasons   metadata.Seasons `json:"seasons"`
+	return writeJSON(w, http.StatusCreated, out)
 }
 
 // handleMetadataList returns a field's seasons by start date.
@@ -96,12 +68,9 @@ func (s *Server) handleMetadataList(w http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return err
 	}
-	f, seasons, err := s.core.Seasons(r.Context(), c.user, name)
+	out, err := s.core.SeasonsJSON(r.Context(), c.user, name)
 	if err != nil {
 		return err
 	}
-	if seasons == nil {
-		seasons = metadata.Seasons{}
-	}
-	return writeJSON(w, http.StatusOK, metadataListResponse{FieldName: f.Name, Seasons: seasons})
+	return writeJSON(w, http.StatusOK, out)
 }

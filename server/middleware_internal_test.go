@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 func TestRecovererAnswers500AndLogs(t *testing.T) {
@@ -23,9 +25,9 @@ func TestRecovererAnswers500AndLogs(t *testing.T) {
 	rec := httptest.NewRecorder()
 	require.NotPanics(t, func() { h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil)) })
 	assert.Equal(t, 500, rec.Code)
-	var body errorBody
+	var body api.ErrorBody
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
-	assert.Equal(t, CodeInternal, body.Error.Code)
+	assert.Equal(t, api.CodeInternal, body.Error.Code)
 	assert.Contains(t, logs.String(), "panic serving request")
 	assert.Contains(t, logs.String(), "nil map")
 }

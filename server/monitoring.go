@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
 )
 
@@ -64,28 +65,6 @@ func (s *Server) monitoringRoutes() []route {
 	}
 }
 
-type sceneItemField struct {
-	Owner string `json:"owner"`
-	Field string `json:"field_name"`
-}
-
-type sceneItem struct {
-	ID         string           `json:"id"`
-	Collection string           `json:"collection"`
-	Datetime   time.Time        `json:"datetime"`
-	Updated    string           `json:"updated,omitempty"`
-	Source     string           `json:"source"`
-	Fields     []sceneItemField `json:"fields"`
-	Usable     int              `json:"usable"`
-	State      string           `json:"state"`
-	Error      string           `json:"error,omitempty"`
-	IngestedAt time.Time        `json:"ingested_at"`
-}
-
-type sceneItemList struct {
-	Items []sceneItem `json:"items"`
-}
-
 func (s *Server) handleScenesList(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := archive.ItemQuery{Limit: 100}
 	if v, ok, err := c.params.float("limit"); err != nil {
@@ -109,20 +88,20 @@ func (s *Server) handleScenesList(w http.ResponseWriter, r *http.Request, c *cal
 	if err != nil {
 		return err
 	}
-	names := make(map[int64]sceneItemField, len(fields))
+	names := make(map[int64]api.SceneItemField, len(fields))
 	for _, f := range fields {
-		names[f.ID] = sceneItemField{Owner: f.Owner, Field: f.Name}
+		names[f.ID] = api.SceneItemField{Owner: f.Owner, Field: f.Name}
 	}
-	out := sceneItemList{Items: make([]sceneItem, 0, len(items))}
+	out := api.SceneItemList{Items: make([]api.SceneItem, 0, len(items))}
 	for _, it := range items {
-		si := sceneItem{ID: it.ID, Collection: it.Collection, Datetime: it.Datetime, Updated: it.Updated, Source: it.Source,
-			Fields: []sceneItemField{}, Usable: it.Usable, State: it.State, Error: it.Error, IngestedAt: it.IngestedAt}
+		si := api.SceneItem{ID: it.ID, Collection: it.Collection, Datetime: it.Datetime, Updated: it.Updated, Source: it.Source,
+			Fields: []api.SceneItemField{}, Usable: it.Usable, State: it.State, Error: it.Error, IngestedAt: it.IngestedAt}
 		for id := range it.Fields {
 			if n, ok := names[id]; ok {
 				si.Fields = append(si.Fields, n)
 			}
 		}
-		slices.SortFunc(si.Fields, func(a, b sceneItemField) int {
+		slices.SortFunc(si.Fields, func(a, b api.SceneItemField) int {
 			return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Field, b.Field))
 		})
 		out.Items = append(out.Items, si)
@@ -161,7 +140,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: "method " + r.Method + " not allowed on /metrics (allowed: GET)"})
+		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: api.CodeMethodNotAllowed, Message: "method " + r.Method + " not allowed on /metrics (allowed: GET)"})
 		return
 	}
 	tok, err := requestToken(r)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // params are a request's parameters: the query string merged with a body that
@@ -84,7 +86,7 @@ func readParams(r *http.Request, limit int64) (params, error) {
 		return p, nil
 	}
 	if mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") && mt != "text/plain" {
-		return p, &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia,
+		return p, &Error{Status: http.StatusUnsupportedMediaType, Code: api.CodeUnsupportedMedia,
 			Message: fmt.Sprintf("content type %q not supported: send JSON, a urlencoded or a multipart form", mt)}
 	}
 	var obj map[string]json.RawMessage
@@ -256,11 +258,6 @@ func (p params) rawList(name string) ([]string, bool, error) {
 		}
 	}
 	return out, true, nil
-}
-
-func roundTo(v float64, decimals int) float64 {
-	p := math.Pow(10, float64(decimals))
-	return math.Round(v*p) / p
 }
 
 // boolean returns a parameter given as JSON true/false or as a string that

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/server/servertest"
@@ -24,7 +25,7 @@ func TestReplicasNeverServeRevokedOrStale(t *testing.T) {
 	}
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
 	env := servertest.New(t, server.Config{})
-	second, err := archive.Open(context.Background(), env.Dir, false, archive.Config{SweepGrace: -1})
+	second, err := backend.Open(context.Background(), env.Dir, false, archive.Config{SweepGrace: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { second.Close() })
 	srvB, err := server.New(server.Config{Archive: second})

@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
-	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/web"
 )
 
@@ -53,7 +53,6 @@ type Config struct {
 // Server is the cropkit HTTP API. Create it with New; it is an http.Handler.
 type Server struct {
 	core        *archive.Archive
-	cat         *imagery.Catalogue
 	maxBody     int64
 	maxUpload   int64
 	log         *slog.Logger
@@ -75,7 +74,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		core:        cfg.Archive,
-		cat:         cfg.Archive.Catalogue(),
 		maxBody:     cfg.MaxBodyBytes,
 		maxUpload:   cfg.MaxUploadBytes,
 		log:         cfg.Logger,
@@ -229,7 +227,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rec.status == http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", rec.header.Get("Allow"))
-		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+		writeError(w, &Error{Status: http.StatusMethodNotAllowed, Code: api.CodeMethodNotAllowed,
 			Message: fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow"))})
 	case rec.status >= 300 && rec.status < 400:
 		// Another redirect of the mux (none expected after the check above).
@@ -277,7 +275,7 @@ func (s *Server) operation(rt route) http.Handler {
 			limit = min(limit, s.maxBody)
 		}
 		if r.ContentLength > limit {
-			writeError(w, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			writeError(w, &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 				Message: fmt.Sprintf("request body larger than %d bytes", limit)})
 			return
 		}
@@ -379,7 +377,7 @@ func requestToken(r *http.Request) (string, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, rest, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(rest) == "" {
-			return "", &Error{Status: http.StatusForbidden, Code: CodeUnauthorized, Message: "Authorization header must be \"Bearer <token>\""}
+			return "", &Error{Status: http.StatusForbidden, Code: api.CodeUnauthorized, Message: "Authorization header must be \"Bearer <token>\""}
 		}
 		return strings.TrimSpace(rest), nil
 	}
@@ -392,7 +390,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if internal && r.Context().Err() != nil {
 		// The client went away (or the server is shutting down) and the
 		// storage layer reported it in its own words: not a fault.
-		e, internal = &Error{Status: StatusClientClosed, Code: CodeCanceled, Message: "request canceled"}, false
+		e, internal = &Error{Status: StatusClientClosed, Code: api.CodeCanceled, Message: "request canceled"}, false
 	}
 	if internal {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -452,7 +450,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path,
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if sw.status == 0 {
-				writeError(sw, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"})
+				writeError(sw, &Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error"})
 			}
 		}()
 		next.ServeHTTP(sw, r)
@@ -497,7 +495,7 @@ func limitHeaders(next http.Handler) http.Handler {
 		}
 		n += len(r.Host) + len("Host: \r\n") // net/http moves Host out of Header
 		if n > MaxHeaderBytes {
-			writeError(w, &Error{Status: http.StatusRequestHeaderFieldsTooLarge, Code: CodeTooLarge,
+			writeError(w, &Error{Status: http.StatusRequestHeaderFieldsTooLarge, Code: api.CodeTooLarge,
 				Message: fmt.Sprintf("request header larger than %d bytes", MaxHeaderBytes)})
 			return
 		}

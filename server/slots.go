@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // slots bound a kind of work (heavy operations, large bodies): at most n at
@@ -57,7 +59,7 @@ func (s *slots) acquire(ctx context.Context, account int64, wait time.Duration) 
 		select {
 		case <-freed:
 		case <-t.C:
-			return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			return nil, &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
 				Message: "too many heavy requests running (at most half of them per account); retry shortly", RetryAfter: 2}
 		case <-ctx.Done():
 			return nil, ctx.Err()

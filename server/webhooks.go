@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cropkit/cropkit/webhook/sqlstore"
+	"github.com/cropkit/cropkit/api"
+	"github.com/cropkit/cropkit/archive"
 )
 
 // maxDeliveriesListed bounds /notifications/deliveries.
@@ -24,17 +25,6 @@ func (s *Server) webhookRoutes() []route {
 	}
 }
 
-// webhookRegistered is the §2.7 registration result, plus the registration's
-// id and, when it was created now, its signing secret (shown once).
-type webhookRegistered struct {
-	Message  string `json:"message"`
-	Username string `json:"username"`
-	ID       int64  `json:"id"`
-	URL      string `json:"url"`
-	Created  bool   `json:"created"`
-	Secret   string `json:"secret,omitempty"`
-}
-
 func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c *call) error {
 	raw, err := c.params.required("url")
 	if err != nil {
@@ -44,7 +34,7 @@ func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c
 	if err != nil {
 		return err
 	}
-	out := webhookRegistered{Username: c.user.Name, ID: reg.ID, URL: reg.URL, Created: reg.Created, Secret: reg.Secret}
+	out := api.WebhookRegistered{Username: c.user.Name, ID: reg.ID, URL: reg.URL, Created: reg.Created, Secret: reg.Secret}
 	if reg.Created {
 		out.Message = fmt.Sprintf("webhook %s registered; keep its secret, it is shown only once", reg.URL)
 	} else {
@@ -54,7 +44,7 @@ func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c
 }
 
 type webhookList struct {
-	Webhooks []sqlstore.Registration `json:"webhooks"`
+	Webhooks []archive.WebhookRegistration `json:"webhooks"`
 }
 
 func (s *Server) handleWebhookList(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -111,12 +101,12 @@ func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, c *
 	if err := s.core.DeleteWebhook(r.Context(), c.user, id, rawURL); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"message": what + " deleted; its pending notifications are cancelled"})
+	return writeJSON(w, http.StatusOK, api.Message{Message: what + " deleted; its pending notifications are cancelled"})
 }
 
 // deliveryState is one listed delivery with its payload.
 type deliveryState struct {
-	sqlstore.DeliveryState
+	archive.WebhookDelivery
 	Payload json.RawMessage `json:"payload"`
 }
 
@@ -140,7 +130,7 @@ func (s *Server) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request,
 	}
 	out := deliveryList{Deliveries: make([]deliveryState, len(states))}
 	for i, st := range states {
-		out.Deliveries[i] = deliveryState{DeliveryState: st, Payload: json.RawMessage(st.Payload)}
+		out.Deliveries[i] = deliveryState{WebhookDelivery: st, Payload: json.RawMessage(st.Payload)}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

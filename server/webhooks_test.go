@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
@@ -660,7 +661,7 @@ func Example_runWebhooks() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	core, err := archive.Open(ctx, dir, true, archive.Config{Webhooks: archive.WebhookOptions{Timeout: 5 * time.Second}})
+	core, err := backend.Open(ctx, dir, true, archive.Config{Webhooks: archive.WebhookOptions{Timeout: 5 * time.Second}})
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/zoning"
 )
 
@@ -37,7 +38,7 @@ func FuzzParseZonesParams(f *testing.F) {
 			t.Fatalf("readParams: %v", err)
 		}
 		for src, get := range getters {
-			p, err := ParseZonesParams(get)
+			p, err := archive.ParseZonesParams(get)
 			if err != nil {
 				if !isBadRequest(err) && !errors.Is(err, zoning.ErrInvalidLayers) {
 					t.Fatalf("%s: zones error is neither a 400 nor ErrInvalidLayers: %v", src, err)
@@ -46,12 +47,12 @@ func FuzzParseZonesParams(f *testing.F) {
 				if strings.TrimSpace(p.FieldName) == "" || len(p.Layers) == 0 || p.DstEPSG <= 0 || p.Zones < 1 || p.Zones > zoning.MaxZones {
 					t.Fatalf("%s: accepted %+v", src, p)
 				}
-				again, err := ParseZonesParams(get)
+				again, err := archive.ParseZonesParams(get)
 				if err != nil || again.Zones != p.Zones || again.FieldName != p.FieldName || len(again.Layers) != len(p.Layers) {
 					t.Fatalf("%s: second parse differs: %+v %v", src, again, err)
 				}
 			}
-			if _, err := ParsePrescriptionParams(get); err != nil && !isBadRequest(err) {
+			if _, err := archive.ParsePrescriptionParams(get); err != nil && !isBadRequest(err) {
 				t.Fatalf("%s: prescription error is not a 400: %v", src, err)
 			}
 		}
@@ -65,6 +66,8 @@ const multipartSeed = "--X\r\nContent-Disposition: form-data; name=\"field_name\
 	"--X--\r\n"
 
 func isBadRequest(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status == 400
+	e, _ := asAPIError(err)
+	return e.Status == 400
 }
+
+const oneLayer = `[{"type":"crop_health","weight":1,"date":"2019-06-20","index":"ndvi"}]`

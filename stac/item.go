@@ -183,23 +183,22 @@ func resolve(base, href string) (string, error) {
 // OpenScene opens item as an imagery.Scene without fetching it again. Band
 // files are read lazily with HTTP Range requests through the client's
 // HTTPClient (so through its SSRF guard) unless opts.HTTPClient is set.
-// Unless AllowPrivate, asset URLs naming literal private addresses are
-// refused before any request. Relative hrefs resolve against item.Base (where
-// the item was fetched from), and an href naming a local file is refused.
-// Requests to hosts that need signing (Planetary Computer's blob storage
-// unless SignHost says otherwise) carry the Signer's token for the item's
-// collection; the scene's sources stay unsigned.
+// Asset URLs naming literal private addresses are refused before any
+// request unless the guard allows their origin. Relative hrefs resolve
+// against item.Base (where the item was fetched from), and an href naming a
+// local file is refused. Requests to hosts that need signing (Planetary
+// Computer's blob storage unless SignHost says otherwise) carry the
+// Signer's token for the item's collection; the scene's sources stay
+// unsigned.
 func (c *Client) OpenScene(ctx context.Context, item Item, opts imagery.SceneOptions) (*imagery.Scene, error) {
-	if !c.AllowPrivate {
-		for key, a := range item.Assets {
-			u, err := resolve(item.Base, a.Href)
-			if err != nil {
-				return nil, fmt.Errorf("stac: item %s asset %s: %w", item.ID, key, err)
-			}
-			if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
-				if err := c.checkURL(u); err != nil {
-					return nil, fmt.Errorf("item %s asset %s: %w", item.ID, key, err)
-				}
+	for key, a := range item.Assets {
+		u, err := resolve(item.Base, a.Href)
+		if err != nil {
+			return nil, fmt.Errorf("stac: item %s asset %s: %w", item.ID, key, err)
+		}
+		if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			if err := c.checkURL(u); err != nil {
+				return nil, fmt.Errorf("item %s asset %s: %w", item.ID, key, err)
 			}
 		}
 	}

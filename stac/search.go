@@ -1,12 +1,14 @@
 package stac
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -44,7 +46,34 @@ type SearchParams struct {
 	// catalogue filters on it only with CQL2; otherwise it is applied to the
 	// answers (items without "updated" are kept).
 	UpdatedSince time.Time
+	// OnBadItem is told of each item skipped as malformed (an *ItemError:
+	// an id that is not a string, a bbox that is not finite, no datetime or
+	// one beyond now + MaxFutureSkew); the rest of the page is still read.
+	// nil skips them silently.
+	OnBadItem func(error)
 }
+
+// MaxFutureSkew is how far past the present an item's datetime may be:
+// acquisitions are not dated in the future, and an item that is would stand
+// as the newest acquisition of every field it covers.
+const MaxFutureSkew = 24 * time.Hour
+
+// ItemError is an item of a search page skipped as malformed.
+type ItemError struct {
+	Page, Index int    // 1-based page, 0-based position in its features
+	ID          string // "" when the id could not be read
+	Err         error
+}
+
+func (e *ItemError) Error() string {
+	id := e.ID
+	if id == "" {
+		id = "?"
+	}
+	return fmt.Sprintf("stac: item %q (page %d, feature %d) skipped: %v", id, e.Page, e.Index, e.Err)
+}
+
+func (e *ItemError) Unwrap() error { return e.Err }
 
 // Search runs an item search against the STAC API at root (its landing
 // page URL) and yields the items page by page, following rel "next" links.
@@ -82,6 +111,7 @@ func (c *Client) search(ctx context.Context, root string, p SearchParams, yield 
 		maxPages = DefaultMaxPages
 	}
 	seen := map[string]bool{}
+	asked := map[string]bool{} // requests made, to detect next-link cycles
 	usePOST := true
 	n := 0
 	for page := 0; page < maxPages; page++ {
@@ -90,6 +120,11 @@ func (c *Client) search(ctx context.Context, root string, p SearchParams, yield 
 				return fmt.Errorf("stac: search %s: %w", root, err)
 			}
 		}
+		key := req.key()
+		if asked[key] {
+			return fmt.Errorf("stac: search %s page %d: %w: %s %s was read before", root, page+1, ErrNextLinkCycle, req.method, req.url)
+		}
+		asked[key] = true
 		data, err := c.do(ctx, req)
 		var he *HTTPError
 		if page == 0 && req.method == http.MethodPost && errors.As(err, &he) &&
@@ -101,18 +136,21 @@ func (c *Client) search(ctx context.Context, root string, p SearchParams, yield 
 		if err != nil {
 			return fmt.Errorf("stac: search %s page %d: %w", root, page+1, err)
 		}
-		var fc struct {
-			Type     string            `json:"type"`
-			Features []json.RawMessage `json:"features"`
-			Links    []Link            `json:"links"`
-		}
-		if err := json.Unmarshal(data, &fc); err != nil {
+		features, links, err := decodePage(data)
+		if err != nil {
 			return fmt.Errorf("stac: search %s page %d: decode: %w", root, page+1, err)
 		}
-		for _, raw := range fc.Features {
+		now := time.Now()
+		for i, raw := range features {
 			it, err := ParseItem(raw, req.url)
+			if err == nil {
+				err = checkItem(it, now)
+			}
 			if err != nil {
-				return fmt.Errorf("stac: search %s page %d: %w", root, page+1, err)
+				if p.OnBadItem != nil {
+					p.OnBadItem(&ItemError{Page: page + 1, Index: i, ID: it.ID, Err: err})
+				}
+				continue
 			}
 			if seen[it.ID] || !p.keep(it) {
 				continue
@@ -125,19 +163,192 @@ func (c *Client) search(ctx context.Context, root string, p SearchParams, yield 
 				return nil
 			}
 		}
-		next, ok, err := nextRequest(req, fc.Links)
+		next, ok, err := nextRequest(req, links)
 		if err != nil {
 			return fmt.Errorf("stac: search %s page %d: %w", root, page+1, err)
 		}
-		if !ok || len(fc.Features) == 0 {
+		if !ok || len(features) == 0 {
 			return nil
-		}
-		if next.method == req.method && next.url == req.url && bytes.Equal(next.body, req.body) {
-			return fmt.Errorf("stac: search %s page %d: next link repeats the request", root, page+1)
 		}
 		req = next
 	}
 	return fmt.Errorf("stac: search %s: more than %d pages", root, maxPages)
+}
+
+// key identifies a request: method, URL and a digest of the body.
+func (r request) key() string {
+	h := sha256.Sum256(r.body)
+	return r.method + " " + r.url + " " + hex.EncodeToString(h[:])
+}
+
+// checkItem refuses what the rest of cropkit must never see: a bbox that
+// is not 4 or 6 finite numbers of a sane size, no acquisition
+// datetime, or one beyond now + MaxFutureSkew.
+func checkItem(it Item, now time.Time) error {
+	if it.Bbox != nil {
+		if len(it.Bbox) != 4 && len(it.Bbox) != 6 {
+			return fmt.Errorf("bbox has %d numbers, want 4 or 6", len(it.Bbox))
+		}
+		for _, v := range it.Bbox {
+			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > 1e7 {
+				return fmt.Errorf("bbox %v is not finite", it.Bbox)
+			}
+		}
+	}
+	if it.Datetime.IsZero() {
+		return errors.New("no datetime or start_datetime")
+	}
+	if it.Datetime.After(now.Add(MaxFutureSkew)) {
+		return fmt.Errorf("datetime %s is in the future (more than %v after now)", it.Datetime.Format(time.RFC3339), MaxFutureSkew)
+	}
+	return nil
+}
+
+// decodePage reads a search page's features and links. A page that is not
+// valid JSON as a whole (a NaN or a number out of range in one item, as some
+// servers write) is split leniently, so that its good items are still read
+// and only the bad ones fail ParseItem.
+func decodePage(data []byte) ([]json.RawMessage, []Link, error) {
+	var fc struct {
+		Features []json.RawMessage `json:"features"`
+		Links    []Link            `json:"links"`
+	}
+	strictErr := json.Unmarshal(data, &fc)
+	if strictErr == nil {
+		return fc.Features, fc.Links, nil
+	}
+	features, links, ok := lenientPage(data)
+	if !ok {
+		return nil, nil, strictErr
+	}
+	return features, links, nil
+}
+
+// lenientPage splits a JSON-like object's "features" array into its
+// elements and decodes its "links", tolerating invalid values (NaN,
+// Infinity) inside them; ok is false when the structure itself is broken.
+func lenientPage(data []byte) (features []json.RawMessage, links []Link, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, nil, false
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if i < len(data) && data[i] == '}' {
+			return features, links, true
+		}
+		if i >= len(data) || data[i] != '"' {
+			return nil, nil, false
+		}
+		end := skipValue(data, i)
+		if end < 0 {
+			return nil, nil, false
+		}
+		var name string
+		if json.Unmarshal(data[i:end], &name) != nil {
+			return nil, nil, false
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return nil, nil, false
+		}
+		i = skipSpace(data, i+1)
+		end = skipValue(data, i)
+		if end < 0 {
+			return nil, nil, false
+		}
+		switch name {
+		case "features":
+			elems, good := splitArray(data[i:end])
+			if !good {
+				return nil, nil, false
+			}
+			features = elems
+		case "links":
+			_ = json.Unmarshal(data[i:end], &links) // a page with broken links has no next page
+		}
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i++
+		}
+	}
+}
+
+// splitArray returns the elements of the array a ("[…]").
+func splitArray(a []byte) ([]json.RawMessage, bool) {
+	if len(a) < 2 || a[0] != '[' {
+		return nil, false
+	}
+	var out []json.RawMessage
+	i := skipSpace(a, 1)
+	for i < len(a) && a[i] != ']' {
+		end := skipValue(a, i)
+		if end < 0 {
+			return nil, false
+		}
+		out = append(out, json.RawMessage(a[i:end]))
+		i = skipSpace(a, end)
+		if i < len(a) && a[i] == ',' {
+			i = skipSpace(a, i+1)
+		}
+	}
+	return out, i < len(a)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value starting at b[i] (a string, an
+// object or array with nesting, or a bare word up to a delimiter), -1 when
+// it does not end.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return -1
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := skipValue(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // keep applies the constraints to an answer, whatever the catalogue did.

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
+	"github.com/cropkit/cropkit/archive/store"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/stac/stactest"
@@ -47,7 +49,7 @@ func BenchmarkBackfill(b *testing.B) {
 		b.StopTimer()
 		cat := stactest.New(b, stactest.Options{})
 		cat.Publish(chips...)
-		core, err := archive.Open(ctx, b.TempDir(), true, archive.Config{})
+		core, err := backend.Open(ctx, b.TempDir(), true, archive.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -59,7 +61,7 @@ func BenchmarkBackfill(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		drv, closeDrv, err := core.JobsDriver(ctx)
+		drv, closeDrv, err := store.JobsDriver(ctx, core.Store())
 		if err != nil {
 			b.Fatal(err)
 		}

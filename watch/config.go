@@ -31,6 +31,9 @@ const (
 	// DefaultJobTimeout bounds one job; with RescueMargin and river's
 	// rescuer interval (30 s) a dead worker's job runs again within a minute.
 	DefaultJobTimeout = 20 * time.Second
+	// DefaultStopGrace is how long a stopping watcher lets running jobs
+	// finish before cancelling them (SIGTERM stays prompt).
+	DefaultStopGrace = 3 * time.Second
 	// RescueMargin is how long after its timeout a job still "running" is
 	// taken for one whose worker died.
 	RescueMargin       = 5 * time.Second

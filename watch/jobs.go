@@ -15,6 +15,7 @@ import (
 
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/imagery/geotiff"
 	"github.com/cropkit/cropkit/stac"
 )
 
@@ -171,12 +172,9 @@ func (w *Watcher) poll(ctx context.Context) error {
 		}
 	}
 	params.Start = start
-	footprint(fields, &params)
+	params.OnBadItem = w.onBadItem(ctx)
 	found, queued := 0, 0
-	for it, err := range w.client.Search(ctx, w.cfg.Catalog, params) {
-		if err != nil {
-			return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
-		}
+	failed, err := w.searchFields(ctx, fields, params, func(it stac.Item, group []archive.Field) error {
 		found++
 		known, err := st.SceneItem(ctx, w.cfg.Collection, it.ID)
 		switch {
@@ -184,22 +182,31 @@ func (w *Watcher) poll(ctx context.Context) error {
 		case err != nil:
 			return err
 		case known.Updated == updated(it):
-			continue // ingested (or failed for good) in this version: never read again
+			return nil // ingested (or failed for good) in this version: never read again
 		}
 		var refs []FieldRef
 		b := itemBound(it)
-		for _, f := range fields {
+		for _, f := range group {
 			if b.Intersects(f.Bound) {
 				refs = append(refs, FieldRef{ID: f.ID, Version: f.Version})
 			}
 		}
 		if len(refs) == 0 {
-			continue
+			return nil
 		}
 		if err := w.enqueueIngest(ctx, it, refs); err != nil {
 			return err
 		}
 		queued++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
+	}
+	if err := w.searchOutcome(ctx, "poll", fields, failed); err != nil {
+		// The window does not move: the failed fields' items are searched
+		// again next time.
+		return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
 	}
 	w.log.InfoContext(ctx, "catalogue polled", "since", start.Format(time.RFC3339), "updated_since", params.UpdatedSince,
 		"items", found, "queued", queued)
@@ -209,23 +216,128 @@ func (w *Watcher) poll(ctx context.Context) error {
 	return nil
 }
 
-// footprint sets the search area: the fields' boxes when they are few,
-// else their overall box (a request must stay small).
+// searchOutcome records the outcome of the searches of a poll or backfill
+// over fields: a record per failed group (and the poll's own), and an
+// error naming the failures when there are any.
+func (w *Watcher) searchOutcome(ctx context.Context, kind string, fields []archive.Field, failed []groupFailure) error {
+	var errs []error
+	n := 0
+	for _, g := range failed {
+		n += len(g.fields)
+		if kind == "poll" && len(g.fields) == len(fields) {
+			continue // the poll's own record says it
+		}
+		w.recordSearch(ctx, kind, g.fields, searchRecordID(kind, g.fields), g.err)
+		errs = append(errs, g.err)
+	}
+	var err error
+	if len(failed) > 0 {
+		err = fmt.Errorf("search failed for %d of %d fields: %w", n, len(fields), failed[0].err)
+	}
+	switch {
+	case kind == "poll":
+		w.recordSearch(ctx, kind, fields, searchRecordID("poll", nil), err)
+	case err == nil:
+		w.recordSearch(ctx, kind, fields, searchRecordID(kind, fields), nil)
+	}
+	return err
+}
+
+// onBadItem logs and counts an item a search skipped as malformed.
+func (w *Watcher) onBadItem(ctx context.Context) func(error) {
+	return func(err error) {
+		w.metrics.badItem("search")
+		w.log.WarnContext(ctx, "catalogue item skipped", "err", err)
+	}
+}
+
+// maxFootprintParts bounds the parts of a search footprint: beyond it the
+// search asks for the fields' overall box (a request must stay small).
+const maxFootprintParts = 50
+
+// footprint sets the search area: a geometry that is valid whatever the
+// fields' layout, since a catalogue that validates geometries (PostGIS/GEOS)
+// refuses a MultiPolygon whose members overlap or share an edge. The fields'
+// boxes are merged while any two overlap or touch (each merged group becomes
+// its bounding box); the disjoint boxes left are the parts: one Polygon, a
+// MultiPolygon of up to maxFootprintParts, else the overall box.
 func footprint(fields []archive.Field, p *stac.SearchParams) {
-	const maxParts = 50
-	if len(fields) <= maxParts {
-		mp := make(orb.MultiPolygon, 0, len(fields))
-		for _, f := range fields {
-			mp = append(mp, f.Bound.ToPolygon())
+	boxes := make([]orb.Bound, len(fields))
+	for i, f := range fields {
+		boxes[i] = f.Bound
+	}
+	parts := mergeBoxes(boxes)
+	switch {
+	case len(parts) == 1:
+		p.Intersects = parts[0].ToPolygon()
+	case len(parts) <= maxFootprintParts:
+		mp := make(orb.MultiPolygon, len(parts))
+		for i, b := range parts {
+			mp[i] = b.ToPolygon()
 		}
 		p.Intersects = mp
-		return
+	default:
+		b := parts[0]
+		for _, q := range parts[1:] {
+			b = b.Union(q)
+		}
+		p.Bbox = &b
 	}
-	b := fields[0].Bound
-	for _, f := range fields[1:] {
-		b = b.Union(f.Bound)
+}
+
+// mergeBoxes replaces every group of boxes that overlap or touch (directly
+// or through others) by the group's bounding box, until no two boxes left
+// overlap or touch. The result is sorted (west to east, then south to north).
+func mergeBoxes(boxes []orb.Bound) []orb.Bound {
+	boxes = slices.Clone(boxes)
+	for {
+		parent := make([]int, len(boxes))
+		for i := range parent {
+			parent[i] = i
+		}
+		var find func(int) int
+		find = func(i int) int {
+			for parent[i] != i {
+				parent[i] = parent[parent[i]]
+				i = parent[i]
+			}
+			return i
+		}
+		// Sorted by west edge, a box can only meet the boxes after it
+		// whose west edge is not east of its own east edge.
+		slices.SortFunc(boxes, func(a, b orb.Bound) int {
+			return cmp.Or(cmp.Compare(a.Min[0], b.Min[0]), cmp.Compare(a.Min[1], b.Min[1]))
+		})
+		for i := range boxes {
+			for j := i + 1; j < len(boxes) && boxes[j].Min[0] <= boxes[i].Max[0]; j++ {
+				if boxes[i].Intersects(boxes[j]) { // closed boxes: touching counts
+					parent[find(j)] = find(i)
+				}
+			}
+		}
+		merged := map[int]orb.Bound{}
+		var roots []int
+		for i, b := range boxes {
+			r := find(i)
+			if m, ok := merged[r]; ok {
+				merged[r] = m.Union(b)
+			} else {
+				merged[r] = b
+				roots = append(roots, r)
+			}
+		}
+		out := make([]orb.Bound, len(roots))
+		for k, r := range roots {
+			out[k] = merged[r]
+		}
+		if len(out) == len(boxes) {
+			slices.SortFunc(out, func(a, b orb.Bound) int {
+				return cmp.Or(cmp.Compare(a.Min[0], b.Min[0]), cmp.Compare(a.Min[1], b.Min[1]))
+			})
+			return out
+		}
+		boxes = out
 	}
-	p.Bbox = &b
 }
 
 // itemBound is an item's lon/lat box (its bbox, else its geometry's).
@@ -257,8 +369,15 @@ func (b *backfillWorker) Work(ctx context.Context, job *river.Job[BackfillArgs])
 // covers, then marks the fields watched (the polls take over).
 func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
 	st := w.core.Store()
+	watched, err := st.WatchedFields(ctx)
+	if err != nil {
+		return err
+	}
 	var fields []archive.Field
 	for _, ref := range args.Fields {
+		if v, ok := watched[ref.ID]; ok && v == ref.Version {
+			continue // searched by an earlier attempt of this job
+		}
 		f, err := st.FieldByID(ctx, ref.ID)
 		if errors.Is(err, archive.ErrNotFound) {
 			continue // deleted since
@@ -274,24 +393,20 @@ func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
 		return nil
 	}
 	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, Start: w.cfg.Backfill.Start(time.Now()),
-		MaxCloud: w.maxCloud(), Limit: 100}
-	footprint(fields, &params)
+		MaxCloud: w.maxCloud(), Limit: 100, OnBadItem: w.onBadItem(ctx)}
 	queued := 0
-	for it, err := range w.client.Search(ctx, w.cfg.Catalog, params) {
-		if err != nil {
-			return fmt.Errorf("backfill %d fields: %w", len(fields), err)
-		}
+	failed, err := w.searchFields(ctx, fields, params, func(it stac.Item, group []archive.Field) error {
 		known, err := st.SceneItem(ctx, w.cfg.Collection, it.ID)
 		switch {
 		case errors.Is(err, archive.ErrNotFound):
 		case err != nil:
 			return err
 		case known.Updated == updated(it) && known.State == archive.ItemFailed:
-			continue // its bands failed for good; tried again when updated
+			return nil // its bands failed for good; tried again when updated
 		}
 		var refs []FieldRef
 		b := itemBound(it)
-		for _, f := range fields {
+		for _, f := range group {
 			if !b.Intersects(f.Bound) {
 				continue
 			}
@@ -301,18 +416,37 @@ func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
 			refs = append(refs, FieldRef{ID: f.ID, Version: f.Version})
 		}
 		if len(refs) == 0 {
-			continue
+			return nil
 		}
 		if err := w.enqueueIngest(ctx, it, refs); err != nil {
 			return err
 		}
 		queued++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("backfill %d fields: %w", len(fields), err)
 	}
-	w.log.InfoContext(ctx, "backfill queued", "fields", len(fields), "items", queued)
+	searchErr := w.searchOutcome(ctx, "backfill", fields, failed)
+	bad := map[int64]bool{}
+	for _, g := range failed {
+		for _, f := range g.fields {
+			bad[f.ID] = true
+		}
+	}
+	w.log.InfoContext(ctx, "backfill queued", "fields", len(fields), "items", queued, "failed_fields", len(bad))
+	// The fields searched are watched from now on (the polls take over);
+	// the failed ones wait for this job's retry.
 	for _, f := range fields {
+		if bad[f.ID] {
+			continue
+		}
 		if err := st.MarkWatched(ctx, f.ID, f.Version); err != nil {
 			return err
 		}
+	}
+	if searchErr != nil {
+		return fmt.Errorf("backfill %d fields: %w", len(fields), searchErr)
 	}
 	return nil
 }
@@ -324,6 +458,14 @@ type ingestWorker struct {
 }
 
 func (i *ingestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) error {
+	// A job the rescuer handed out again while this process still runs it
+	// (a stuck read) must not run twice at once: it waits its turn.
+	key := job.Args.Collection + "\x00" + job.Args.ItemID + "\x00" + job.Args.Updated
+	if !i.w.begin(key) {
+		i.w.log.WarnContext(ctx, "item ingestion already running here; snoozed", "item", job.Args.ItemID)
+		return river.JobSnooze(i.w.cfg.JobTimeout)
+	}
+	defer i.w.end(key)
 	return i.w.ingest(ctx, job.Args, job.Attempt >= job.MaxAttempts)
 }
 
@@ -338,6 +480,14 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	st := w.core.Store()
 	rec := archive.SceneItem{Collection: args.Collection, ID: it.ID, Datetime: it.Datetime, Updated: args.Updated,
 		Source: it.Source(), Fields: map[int64]int64{}}
+	if limit := time.Now().Add(stac.MaxFutureSkew); it.Datetime.After(limit) {
+		// Queued before the search refused such items: never ingested, so
+		// never the newest acquisition that moves the poll window.
+		err := fmt.Errorf("ingest %s: datetime %s is more than %v in the future", it.ID, it.Datetime.Format(time.RFC3339), stac.MaxFutureSkew)
+		w.metrics.badItem("ingest")
+		rec.State, rec.Error, rec.Fields = archive.ItemFailed, err.Error(), nil
+		return river.JobCancel(errors.Join(err, w.record(ctx, rec)))
+	}
 	ids := make([]int64, 0, len(args.Fields))
 	for _, ref := range args.Fields {
 		f, err := st.FieldByID(ctx, ref.ID)
@@ -361,12 +511,15 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	}
 	if len(ids) == 0 && len(rec.Fields) > 0 {
 		rec.State = archive.ItemIngested
-		return w.core.RecordItem(ctx, rec)
+		return w.record(ctx, rec)
 	}
 	if len(ids) == 0 {
 		return nil // every field deleted since
 	}
 	res, err := w.ingestItem(ctx, it, ids)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("job time limit %v reached: %w", w.cfg.JobTimeout, err)
+	}
 	// An item cropkit refuses to read (another sensor, JPEG 2000 only, local
 	// files) fails at once with the reason: retrying cannot change it.
 	refused := errors.Is(err, imagery.ErrUnsupportedSensor) || errors.Is(err, imagery.ErrUnreadableAsset) ||
@@ -380,7 +533,7 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 		rec.State, rec.Error, rec.Fields = archive.ItemRetrying, err.Error(), nil
 	}
 	w.metrics.item(rec.State, res.Usable+res.Unusable)
-	if rerr := w.core.RecordItem(ctx, rec); rerr != nil {
+	if rerr := w.record(ctx, rec); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	if err != nil {
@@ -393,6 +546,32 @@ func (w *Watcher) ingest(ctx context.Context, args IngestArgs, last bool) error 
 	w.log.InfoContext(ctx, "item ingested", "item", it.ID, "date", res.Date, "fields", res.Fields,
 		"usable", res.Usable, "notified", res.Notified)
 	return nil
+}
+
+// record stores an item's outcome even when the job's context has ended
+// (its time limit is usually why it failed), within recordTimeout.
+func (w *Watcher) record(ctx context.Context, rec archive.SceneItem) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return w.core.RecordItem(ctx, rec)
+}
+
+// begin marks the ingestion key running in this process; false when it
+// already is.
+func (w *Watcher) begin(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running[key] {
+		return false
+	}
+	w.running[key] = true
+	return true
+}
+
+func (w *Watcher) end(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.running, key)
 }
 
 // imagedBy is the other item whose usable products field f already has
@@ -413,8 +592,27 @@ func (w *Watcher) imagedBy(ctx context.Context, f archive.Field, it stac.Item) (
 
 func (w *Watcher) ingestItem(ctx context.Context, it stac.Item, ids []int64) (archive.IngestResult, error) {
 	// The archive's field pixel cap and memory budget apply to catalogue
-	// items too (an item may point at a crafted file).
-	scene, err := w.client.OpenScene(ctx, it, w.core.ReadOptions())
+	// items too (an item may point at a crafted file). Band reads end with
+	// the job (its time limit), whatever context the scene keeps.
+	opts := w.core.ReadOptions()
+	opts.HTTPClient = jobBound(ctx, w.client.HTTP())
+	for attempt := 1; ; attempt++ {
+		res, err := w.ingestOnce(ctx, it, ids, opts)
+		if err == nil || !errors.Is(err, geotiff.ErrFileChanged) || attempt >= maxRestarts {
+			return res, err
+		}
+		// A band file changed while it was read (republished): read the
+		// item again from the start rather than keep a mix of versions.
+		w.log.WarnContext(ctx, "band file changed during the ingestion; restarting the item", "item", it.ID, "err", err)
+	}
+}
+
+// maxRestarts bounds the reads of one item in one attempt when its band
+// files change under it.
+const maxRestarts = 2
+
+func (w *Watcher) ingestOnce(ctx context.Context, it stac.Item, ids []int64, opts imagery.SceneOptions) (archive.IngestResult, error) {
+	scene, err := w.client.OpenScene(ctx, it, opts)
 	if err != nil {
 		return archive.IngestResult{}, err
 	}

@@ -16,6 +16,12 @@ type Metrics struct {
 	Products prometheus.Counter     // products recorded (usable or not)
 	Bytes    prometheus.Counter     // response bytes read from catalogues and assets
 	Polls    *prometheus.CounterVec // polls by outcome
+	// Searches counts catalogue searches by kind (poll, backfill) and
+	// outcome (ok, error: the catalogue kept refusing or failing it).
+	Searches *prometheus.CounterVec
+	// BadItems counts items skipped as malformed, by where they were
+	// caught (kind: search, a search page; ingest, a job queued earlier).
+	BadItems *prometheus.CounterVec
 	// Deliveries counts webhook delivery attempts by outcome; pass
 	// ObserveDelivery as archive.WebhookOptions.Observe.
 	Deliveries *prometheus.CounterVec
@@ -34,10 +40,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Response body bytes read from STAC catalogues and their band files."}),
 		Polls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_catalogue_polls_total",
 			Help: "Catalogue polls by outcome (ok, error)."}, []string{"outcome"}),
+		Searches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_catalogue_searches_total",
+			Help: "Catalogue searches by kind (poll, backfill) and outcome (ok, error)."}, []string{"kind", "outcome"}),
+		BadItems: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_catalogue_bad_items_total",
+			Help: "Catalogue items skipped as malformed (non-string id, non-finite bbox, no or far-future datetime), by where (search, ingest)."}, []string{"kind"}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cropkit_webhook_deliveries_total",
 			Help: "Webhook delivery attempts by outcome (delivered, rejected, error)."}, []string{"outcome"}),
 	}
-	reg.MustRegister(m.Jobs, m.Items, m.Products, m.Bytes, m.Polls, m.Deliveries)
+	reg.MustRegister(m.Jobs, m.Items, m.Products, m.Bytes, m.Polls, m.Searches, m.BadItems, m.Deliveries)
 	return m
 }
 
@@ -69,6 +79,23 @@ func (m *Metrics) poll(err error) {
 		m.Polls.WithLabelValues("error").Inc()
 	} else {
 		m.Polls.WithLabelValues("ok").Inc()
+	}
+}
+
+func (m *Metrics) search(kind string, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.Searches.WithLabelValues(kind, outcome).Inc()
+}
+
+func (m *Metrics) badItem(kind string) {
+	if m != nil {
+		m.BadItems.WithLabelValues(kind).Inc()
 	}
 }
 

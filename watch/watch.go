@@ -20,8 +20,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/internal/netguard"
 	"github.com/cropkit/cropkit/stac"
-	"github.com/cropkit/cropkit/webhook"
 )
 
 // Config configures a Watcher. Archive and Catalog are required.
@@ -39,9 +39,15 @@ type Config struct {
 	// MaxCloud is the scene-level eo:cloud_cover (percent) above which an
 	// item is never read; 0 means DefaultMaxCloud.
 	MaxCloud float64
-	// AllowPrivate lets catalogue and asset URLs name loopback and private
-	// addresses (tests, on-premises catalogues).
+	// AllowPrivate lets the catalogue's origin (Catalog's host and port)
+	// be on loopback, private and other special addresses (tests,
+	// on-premises catalogues). It does not extend to other hosts the
+	// catalogue points to (next links, assets): list those in AllowHosts.
 	AllowPrivate bool
+	// AllowHosts are further origins ("host:port", or URLs) that may be on
+	// special addresses, such as a band file server beside an on-premises
+	// catalogue.
+	AllowHosts []string
 	// Margin is how far before the newest ingested acquisition a poll
 	// searches; 0 means DefaultMargin.
 	Margin time.Duration
@@ -64,7 +70,12 @@ type Config struct {
 	// (retried by another) JobTimeout+RescueMargin after it started, plus
 	// up to river's rescuer interval (30 s).
 	JobTimeout time.Duration
-	// Client talks to the catalogue; nil means stac.NewClient(AllowPrivate, 0).
+	// StopGrace is how long Run, once its context ends, lets running jobs
+	// finish before cancelling them (they run again at the next start); 0
+	// means DefaultStopGrace.
+	StopGrace time.Duration
+	// Client talks to the catalogue; nil means a stac.NewGuardedClient whose
+	// guard allows what AllowPrivate and AllowHosts name.
 	Client *stac.Client
 	// SignURL names a SAS token service (URL/token/{collection}) whose tokens
 	// sign every asset request (cropkit's --sign-url); "" signs only Planetary
@@ -95,6 +106,9 @@ type Watcher struct {
 	backfilling map[FieldRef]time.Time
 	// lastPoll is when this process's last successful poll started.
 	lastPoll time.Time
+	// running are the ingestions this process runs (collection, item,
+	// updated), so that a rescued copy of one does not run beside it.
+	running map[string]bool
 }
 
 // backfillRequeue is how long a queued backfill holds its fields.
@@ -112,7 +126,7 @@ type queue interface {
 }
 
 // New migrates the job tables of driver's database and returns a watcher
-// whose jobs run on it. driver is the archive's (archive.JobsDriver for
+// whose jobs run on it. driver is the archive store's (store.JobsDriver for
 // the embedded database); another database passes its own river driver.
 func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx]) (*Watcher, error) {
 	if cfg.Archive == nil || cfg.Catalog == "" {
@@ -121,8 +135,12 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if cfg.MaxCloud < 0 || cfg.MaxCloud > 100 {
 		return nil, fmt.Errorf("%w: max cloud %v is not a percentage", ErrConfig, cfg.MaxCloud)
 	}
+	guard, err := cfg.guard()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	// Refused before any request, as the client would refuse it later.
-	if err := webhook.ValidateURL(cfg.Catalog, cfg.AllowPrivate); err != nil {
+	if err := guard.CheckURL(cfg.Catalog); err != nil {
 		return nil, fmt.Errorf("%w: catalog: %w", ErrConfig, err)
 	}
 	setDefault(&cfg.Collection, DefaultCollection)
@@ -135,6 +153,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	setDefault(&cfg.RetryBase, DefaultRetryBase)
 	setDefault(&cfg.RetryMax, DefaultRetryMax)
 	setDefault(&cfg.JobTimeout, DefaultJobTimeout)
+	setDefault(&cfg.StopGrace, DefaultStopGrace)
 	if cfg.JobPoll <= 0 {
 		cfg.JobPoll = time.Second
 		if cfg.Poll > 0 {
@@ -142,16 +161,22 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		}
 	}
 	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics,
-		backfilling: map[FieldRef]time.Time{}}
+		backfilling: map[FieldRef]time.Time{}, running: map[string]bool{}}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
 	if w.client == nil {
-		w.client = stac.NewClient(cfg.AllowPrivate, 0)
+		w.client = stac.NewGuardedClient(guard, 0)
 		w.client.UserAgent = "cropkit-watch"
+		// Retried answers (429 with its Retry-After, 5xx) are logged as such.
+		w.client.Logger = w.log.With("component", "catalogue")
 		if cfg.SignURL != "" {
-			// The operator named the token service: it may be private.
-			if err := w.client.UseTokenService(cfg.SignURL, webhook.NewClient(true, stac.DefaultTimeout)); err != nil {
+			// The operator named the token service: its origin may be private.
+			tokens, err := netguard.New("token service").Allow(cfg.SignURL)
+			if err != nil {
+				return nil, fmt.Errorf("%w: sign URL: %w", ErrConfig, err)
+			}
+			if err := w.client.UseTokenService(cfg.SignURL, tokens.Client(stac.DefaultTimeout)); err != nil {
 				return nil, fmt.Errorf("watch: %w", err)
 			}
 		}
@@ -213,6 +238,22 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	return w, nil
 }
 
+// guard is the SSRF guard of the watcher's requests: private addresses
+// only for the catalogue's origin (AllowPrivate) and AllowHosts.
+func (cfg Config) guard() (*netguard.Guard, error) {
+	g := stac.NewGuard()
+	var err error
+	if cfg.AllowPrivate {
+		if g, err = g.Allow(cfg.Catalog); err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+	}
+	if g, err = g.AllowHosts(cfg.AllowHosts...); err != nil {
+		return nil, fmt.Errorf("allowed hosts: %w", err)
+	}
+	return g, nil
+}
+
 func setDefault[T comparable](v *T, def T) {
 	var zero T
 	if *v == zero {
@@ -221,8 +262,9 @@ func setDefault[T comparable](v *T, def T) {
 }
 
 // Run works the jobs and checks the fields for backfills until ctx ends,
-// then lets the jobs in flight finish (for up to a minute; then they are
-// cancelled and retried at the next start).
+// then lets the jobs in flight finish for up to Config.StopGrace; then
+// they are cancelled (their band reads end at once) and retried at the
+// next start.
 func (w *Watcher) Run(ctx context.Context) error {
 	if err := w.startQueue(ctx, 0); err != nil {
 		if ctx.Err() != nil {
@@ -250,12 +292,25 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			stopCtx, cancel := context.WithTimeout(context.Background(), w.cfg.StopGrace)
 			defer cancel()
-			if err := w.queue.Stop(stopCtx); err != nil {
-				hard, cancelHard := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancelHard()
-				return errors.Join(fmt.Errorf("watch: stop jobs: %w", err), w.queue.StopAndCancel(hard))
+			err := w.queue.Stop(stopCtx)
+			if err == nil {
+				return nil
+			}
+			hard, cancelHard := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancelHard()
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The grace is over: the jobs still running are cancelled
+				// and run again at the next start.
+				w.log.InfoContext(ctx, "stopping: cancelling the jobs still running", "grace", w.cfg.StopGrace)
+				err = nil
+			}
+			if herr := w.queue.StopAndCancel(hard); herr != nil {
+				err = errors.Join(err, herr)
+			}
+			if err != nil {
+				return fmt.Errorf("watch: stop jobs: %w", err)
 			}
 			return nil
 		case <-t.C:
@@ -411,8 +466,10 @@ type retryPolicy struct{ base, max, rescueAfter time.Duration }
 
 func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	// A job rescued from a dead worker (still "running" well after its
-	// timeout) did not fail: it runs again at once.
-	if p.rescueAfter > 0 && job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= p.rescueAfter {
+	// timeout) did not fail: its first rescue runs again at once. A job
+	// rescued again is stuck, not orphaned (a read that outlived its
+	// deadline): it backs off like a failure, so it cannot loop.
+	if p.rescueAfter > 0 && job.AttemptedAt != nil && time.Since(*job.AttemptedAt) >= p.rescueAfter && job.Attempt <= 1 {
 		return time.Now()
 	}
 	d := p.base << min(max(job.Attempt-1, 0), 30)

@@ -17,6 +17,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
+	"github.com/cropkit/cropkit/archive/store"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/stac/stactest"
@@ -35,7 +37,7 @@ type env struct {
 func openEnv(t *testing.T, dir string) *env {
 	t.Helper()
 	ctx := context.Background()
-	core, err := archive.Open(ctx, dir, true, archive.Config{})
+	core, err := backend.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { core.Close() })
 	_, _, err = core.EnsureAdmin(ctx)
@@ -77,7 +79,7 @@ type running struct {
 func startWatcher(t *testing.T, e *env, cat *stactest.Catalog, tweak func(*watch.Config)) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	drv, closeDrv, err := e.core.JobsDriver(ctx)
+	drv, closeDrv, err := store.JobsDriver(ctx, e.core.Store())
 	require.NoError(t, err)
 	m := watch.NewMetrics(prometheus.NewRegistry())
 	cfg := watch.Config{
@@ -255,7 +257,7 @@ func TestParseBackfill(t *testing.T) {
 
 func TestNewRefusesPrivateCatalog(t *testing.T) {
 	e := openEnv(t, t.TempDir())
-	drv, closeDrv, err := e.core.JobsDriver(context.Background())
+	drv, closeDrv, err := store.JobsDriver(context.Background(), e.core.Store())
 	require.NoError(t, err)
 	defer closeDrv()
 	tests := []struct {
@@ -289,7 +291,7 @@ func TestUpdatedItemsAndNewFields(t *testing.T) {
 	cat := stactest.New(t, stactest.Options{PageSize: 1})
 	cat.Publish(stactest.Chips(t, place, "2019-06-20", "2019-06-30")...)
 	dir := t.TempDir()
-	core, err := archive.Open(ctx, dir, true, archive.Config{Webhooks: archive.WebhookOptions{AllowPrivate: true}})
+	core, err := backend.Open(ctx, dir, true, archive.Config{Webhooks: archive.WebhookOptions{AllowPrivate: true}})
 	require.NoError(t, err)
 	t.Cleanup(func() { core.Close() })
 	_, _, err = core.EnsureAdmin(ctx)
@@ -384,7 +386,7 @@ func TestStartWaitsOutALockedDatabase(t *testing.T) {
 			cat.Publish(stactest.Chips(t, place, "2019-06-20")...)
 			e := openEnv(t, t.TempDir())
 			e.registerFields(t, "UES-01")
-			drv, closeDrv, err := e.core.JobsDriver(ctx)
+			drv, closeDrv, err := store.JobsDriver(ctx, e.core.Store())
 			require.NoError(t, err)
 			defer closeDrv()
 			cfg := watch.Config{
@@ -394,7 +396,7 @@ func TestStartWaitsOutALockedDatabase(t *testing.T) {
 			}
 
 			// The other process: a connection of its own in a write transaction.
-			other, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, archive.DBFile)+"?_pragma=busy_timeout(10000)")
+			other, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, store.DBFile)+"?_pragma=busy_timeout(10000)")
 			require.NoError(t, err)
 			defer other.Close()
 			conn, err := other.Conn(ctx)

@@ -35,7 +35,7 @@ func TestOutcome(t *testing.T) {
 		}
 		return h
 	}
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &AddressError{Addr: netip.MustParseAddr("127.0.0.1"), Reason: "loopback"}}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &AddressError{Addr: netip.MustParseAddr("127.0.0.1"), Reason: "loopback", Purpose: "webhook"}}
 	tests := []struct {
 		name    string
 		n       int

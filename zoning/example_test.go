@@ -8,7 +8,10 @@ import (
 	"io"
 	"math"
 
+	"github.com/paulmach/orb"
+
 	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/cropkit/cropkit/zoning"
 )
 
@@ -139,4 +142,35 @@ func ExampleGeoJSONToShapefileZip_fields() {
 	// Output:
 	// [name crop_code clipped_by]
 	// north 1200 false
+}
+
+// Run is the one zone chain (the server's and the CLI's): a field outline
+// and a layer on its pixel grid give zones that tile the outline exactly,
+// with doses, in the CRS asked.
+func ExampleRun() {
+	grid := geo.Grid{EPSG: 32631, X0: 574680, Y0: 5622440, DX: 10, DY: 10, Cols: 6, Rows: 4}
+	ndvi := make([]float64, 24)
+	for i := range ndvi {
+		ndvi[i] = 0.4 + 0.08*float64(i%6)
+	}
+	// The outline: the grid's box in EPSG:4326.
+	toLonLat, _ := crs.New(32631, 4326)
+	box, _ := geo.Transform(orb.MultiPolygon{grid.Bound().ToPolygon()}, toLonLat)
+	c, err := zoning.Run(context.Background(), zoning.Request{
+		Grid:         grid,
+		Outline:      box,
+		Layers:       []zoning.Layer{{Name: "ndvi", Type: zoning.CropHealth, Values: ndvi, Weight: 1}},
+		Options:      zoning.Options{Zones: 2, Seed: 1, MinAreaHa: -1},
+		Prescription: zoning.Prescription{Type: zoning.NFertilizer},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, z := range c.ZoneStats {
+		fmt.Printf("zone %d: NDVI %.2f, %.2f ha, %.1f kg N/ha\n", z.ID, z.RasterVal, z.AreaHa, z.Dose)
+	}
+	// Output:
+	// zone 1: NDVI 0.48, 0.12 ha, 144.0 kg N/ha
+	// zone 2: NDVI 0.72, 0.12 ha, 96.0 kg N/ha
 }

@@ -2,6 +2,7 @@ package zoning
 
 import (
 	"encoding/binary"
+	"github.com/cropkit/cropkit/geo"
 	"math"
 	"slices"
 
@@ -130,7 +131,7 @@ func simplifyShared(polys []ZonePolygon, tol float64, keepOutline bool) ([]ZoneP
 		if !ok {
 			out = canon
 			if !keepOutline || edgeUse[[2]int32{min(canon[0], canon[1]), max(canon[0], canon[1])}] > 1 {
-				out = douglasPeucker(canon, pts, tol)
+				out = simplifyIDs(canon, pts, ids, tol)
 			}
 			memo[key] = out
 			orig[key] = slices.Clone(canon)
@@ -373,61 +374,20 @@ func orient(p, q, r orb.Point) float64 {
 	return 0
 }
 
-// douglasPeucker keeps the vertices of arc (ids into pts) farther than tol
-// from the simplified line, always keeping both ends. A closed arc (both
-// ends the same vertex) is first split at its farthest vertex.
-func douglasPeucker(arc []int32, pts []orb.Point, tol float64) []int32 {
+// simplifyIDs is geo.SimplifyArc of arc, a line of vertex ids into pts
+// (ids maps each point back to its id).
+func simplifyIDs(arc []int32, pts []orb.Point, ids map[orb.Point]int32, tol float64) []int32 {
 	if len(arc) <= 2 {
 		return arc
 	}
-	if arc[0] == arc[len(arc)-1] {
-		far, fd := 1, -1.0
-		for i := 1; i < len(arc)-1; i++ {
-			if d := dist2(pts[arc[i]], pts[arc[0]]); d > fd {
-				far, fd = i, d
-			}
-		}
-		left := douglasPeucker(arc[:far+1], pts, tol)
-		right := douglasPeucker(arc[far:], pts, tol)
-		return append(slices.Clone(left), right[1:]...)
+	line := make([]orb.Point, len(arc))
+	for i, v := range arc {
+		line[i] = pts[v]
 	}
-	keep := make([]bool, len(arc))
-	keep[0], keep[len(arc)-1] = true, true
-	var rec func(a, b int)
-	rec = func(a, b int) {
-		far, fd := -1, tol*tol
-		for i := a + 1; i < b; i++ {
-			if d := segDist2(pts[arc[i]], pts[arc[a]], pts[arc[b]]); d > fd {
-				far, fd = i, d
-			}
-		}
-		if far >= 0 {
-			keep[far] = true
-			rec(a, far)
-			rec(far, b)
-		}
-	}
-	rec(0, len(arc)-1)
-	out := make([]int32, 0, len(arc))
-	for i, k := range keep {
-		if k {
-			out = append(out, arc[i])
-		}
+	kept := geo.SimplifyArc(line, tol)
+	out := make([]int32, len(kept))
+	for i, p := range kept {
+		out[i] = ids[p]
 	}
 	return out
-}
-
-func dist2(a, b orb.Point) float64 {
-	return (a[0]-b[0])*(a[0]-b[0]) + (a[1]-b[1])*(a[1]-b[1])
-}
-
-// segDist2 is the squared distance from p to segment ab.
-func segDist2(p, a, b orb.Point) float64 {
-	dx, dy := b[0]-a[0], b[1]-a[1]
-	l2 := dx*dx + dy*dy
-	if l2 == 0 {
-		return dist2(p, a)
-	}
-	t := math.Max(0, math.Min(1, ((p[0]-a[0])*dx+(p[1]-a[1])*dy)/l2))
-	return dist2(p, orb.Point{a[0] + t*dx, a[1] + t*dy})
 }

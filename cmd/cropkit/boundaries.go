@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,7 +31,7 @@ func runBoundaries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs := flag.NewFlagSet("boundaries", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, boundariesUsage); fs.PrintDefaults() }
-	var scenes sceneList
+	var scenes stringList
 	fs.Var(&scenes, "scene", "scene folder, STAC item JSON path or http(s) URL (repeatable)")
 	aoiPath := fs.String("aoi", "", "GeoJSON Polygon or MultiPolygon (or a Feature, or a collection of one) of the area, EPSG:4326")
 	out := fs.String("out", "", "output GeoJSON file ('-' for stdout)")
@@ -116,7 +115,7 @@ func runBoundaries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	if *out == "-" {
 		_, err = stdout.Write(js)
 	} else {
-		err = writeFileAtomic(*out, js)
+		err = writeAtomic(*out, js)
 	}
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
@@ -153,27 +152,4 @@ func expandScenes(args []string) []string {
 		}
 	}
 	return out
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// folder, so a failed run leaves no partial output.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }

@@ -22,9 +22,9 @@ import (
 	"github.com/paulmach/orb"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/cropkit/cropkit/archive"
-	"github.com/cropkit/cropkit/colormap"
+	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/render"
 )
 
 // stringList is a repeatable string flag.
@@ -222,7 +222,7 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 
 	var (
 		outMu   sync.Mutex
-		enc     colormap.Encoder
+		rnd     = render.New(cat)
 		buffers = sync.Pool{New: func() any { return new(fieldBuffers) }}
 		counts  indexCounts
 	)
@@ -241,7 +241,7 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		g.Go(func() error {
 			buf := buffers.Get().(*fieldBuffers)
 			defer buffers.Put(buf)
-			err := job.field(gctx, f, scenes, cat, &enc, buf, &times, &counts, note)
+			err := job.field(gctx, f, scenes, cat, rnd, buf, &times, &counts, note)
 			bar.Add(1)
 			if err != nil && gctx.Err() == nil {
 				// One field's failure does not stop the others.
@@ -292,9 +292,8 @@ type fieldBuffers struct {
 
 // field computes every scene's products for one field, oldest scene first.
 func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
-	enc *colormap.Encoder, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
-	prev := map[string]float64{}    // index → mean of the previous product
-	prevDate := map[string]string{} // index → its date
+	rnd *render.Renderer, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
+	prev := map[string]*render.Previous{} // index → the previous product
 	fieldDir := filepath.Join(job.out, f.name)
 	for _, s := range scenes {
 		t0 := time.Now()
@@ -321,36 +320,20 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 			}
 		}
 		for _, p := range products {
-			var pm *float64
-			if m, ok := prev[p.Index]; ok {
-				pm = &m
-			}
-			prev[p.Index] = p.Stats.Mean
 			t1 := time.Now()
-			rep, err := imagery.NewReport(p, pm)
+			buf.json, err = rnd.Report(buf.json[:0], p, prev[p.Index])
 			if err != nil {
 				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
 			}
-			rep.PreviousDate = prevDate[p.Index]
-			prevDate[p.Index] = day(s.Date())
-			// AppendJSON directly: json.Marshal would re-validate and compact
-			// the whole pixel array, which costs more than writing it.
-			buf.json, err = rep.AppendJSON(buf.json[:0])
-			if err != nil {
-				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
-			}
+			prev[p.Index] = &render.Previous{Mean: p.Stats.Mean, Date: day(s.Date())}
 			if err := writeAtomic(filepath.Join(dir, p.Index+".json"), buf.json); err != nil {
 				return err
 			}
 			times.add("json", t1)
 			t2 := time.Now()
-			cm, err := colormapFor(cat, p.Index)
-			if err != nil {
-				return err
-			}
 			buf.png.Reset()
-			if err := enc.Encode(&buf.png, p.Values, p.Grid.Cols, p.Grid.Rows, cm, colormap.PNGOptions{}); err != nil {
-				return fmt.Errorf("field %s %s %s: %w", f.name, day(s.Date()), p.Index, err)
+			if err := rnd.PNG(&buf.png, p); err != nil {
+				return fmt.Errorf("field %s %s: %w", f.name, day(s.Date()), err)
 			}
 			if err := writeAtomic(filepath.Join(dir, p.Index+".png"), buf.png.Bytes()); err != nil {
 				return err
@@ -360,12 +343,6 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 		}
 	}
 	return nil
-}
-
-// colormapFor is the index's colormap (colormap.Lookup over its usual range).
-func colormapFor(cat *imagery.Catalogue, name string) (colormap.Colormap, error) {
-	ix, _ := cat.Lookup(name)
-	return colormap.Lookup(name, ix.Range)
 }
 
 // writeAtomic writes data to path through a temporary file in the same
@@ -433,7 +410,9 @@ func readFieldFile(path string) (fields []namedField, problems []string, err err
 			problem = fmt.Errorf("field name %q appears twice", name)
 		default:
 			// The server's rules, so a field the CLI accepts registers too.
-			problem = archive.ValidateOutline(f.feat.Geometry, archive.Limits{})
+			if err := geo.ValidateOutline(f.feat.Geometry, geo.OutlineLimits{}); err != nil {
+				problem = fmt.Errorf("geometry: %w", err)
+			}
 		}
 		if problem != nil {
 			problems = append(problems, fmt.Sprintf("field %s (feature %d): %v", f.label(), f.index, problem))

@@ -14,6 +14,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -122,7 +123,7 @@ func TestIngestRemoteRealItems(t *testing.T) {
 	ctx := context.Background()
 	setup := func() string {
 		dir := t.TempDir()
-		st, err := archive.Open(ctx, dir, true, archive.Config{})
+		st, err := backend.Open(ctx, dir, true, archive.Config{})
 		require.NoError(t, err)
 		_, _, err = st.EnsureAdmin(ctx)
 		require.NoError(t, err)
@@ -136,7 +137,7 @@ func TestIngestRemoteRealItems(t *testing.T) {
 		return dir
 	}
 	mean := func(dir string) (float64, []string) {
-		st, err := archive.Open(ctx, dir, false, archive.Config{})
+		st, err := backend.Open(ctx, dir, false, archive.Config{})
 		require.NoError(t, err)
 		defer st.Close()
 		admin, err := st.UserByName(ctx, "admin")

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -59,7 +60,7 @@ func TestScaleOut(t *testing.T) {
 	replicas := []*cropkitProcess{startServeProcess(t, t.TempDir(), serveArgs...), startServeProcess(t, t.TempDir(), serveArgs...)}
 	workers := []*cropkitProcess{startCropkitProcess(t, workerReady, workerArgs...), startCropkitProcess(t, workerReady, workerArgs...)}
 
-	core, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+	core, err := backend.OpenURL(ctx, dsn, bucket, archive.Config{})
 	require.NoError(t, err)
 	defer core.Close()
 	_, err = core.CreateUser(ctx, archive.NewUser{Name: "farmer"})
@@ -182,7 +183,7 @@ func TestScaleOut(t *testing.T) {
 	// (`cropkit watch --once` on SQLite and files): the same products, byte
 	// for byte.
 	embeddedDir := t.TempDir()
-	emb, err := archive.Open(ctx, embeddedDir, true, archive.Config{})
+	emb, err := backend.Open(ctx, embeddedDir, true, archive.Config{})
 	require.NoError(t, err)
 	_, err = emb.CreateUser(ctx, archive.NewUser{Name: "farmer"})
 	require.NoError(t, err)
@@ -198,7 +199,7 @@ func TestScaleOut(t *testing.T) {
 	code, out, errOut := runCmd(t, "", "watch", "--once", "--data", embeddedDir, "--catalog", cat.URL(), "--backfill", "2019-06-01",
 		"--max-cloud", "50", "--ingest-allow-private")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
-	emb, err = archive.Open(ctx, embeddedDir, false, archive.Config{})
+	emb, err = backend.Open(ctx, embeddedDir, false, archive.Config{})
 	require.NoError(t, err)
 	defer emb.Close()
 	embedded := 0
@@ -324,7 +325,7 @@ func TestScaleOutThroughput(t *testing.T) {
 			dsn, bucket := testenv.Postgres(t), testenv.S3(t)
 			cat := stactest.New(t, stactest.Options{PageSize: 10})
 			cat.Publish(stactest.Chips(t, "flanders-31UES", dates...)...)
-			core, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+			core, err := backend.OpenURL(ctx, dsn, bucket, archive.Config{})
 			require.NoError(t, err)
 			defer core.Close()
 			_, _, err = core.EnsureAdmin(ctx)

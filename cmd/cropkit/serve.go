@@ -52,7 +52,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
 	fs.BoolVar(&hooks.AllowPrivate, "webhook-allow-private", false, "let webhooks reach loopback, private, link-local and metadata addresses (tests, private networks)")
 	fs.IntVar(&hooks.Concurrency, "webhook-concurrency", 8, "webhook delivery attempts in flight")
-	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let /scenes/ingest and --catalog fetch scene, catalogue and band URLs from loopback, private, link-local and metadata addresses")
+	ingestAllowPrivate := fs.Bool("ingest-allow-private", false, "let the URL given to /scenes/ingest and the catalogue named by --catalog (their host and port) be on loopback, private, link-local and metadata addresses; other hosts they point to need --ingest-allow-host")
 	mon := addWatchFlags(fs)
 	jobs := fs.Bool("jobs", true, "run the job queue in this process: the --catalog watcher and webhook delivery\n"+
 		"(false: serve only; cropkit worker processes on the same --db/--blobs do the jobs)")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -43,7 +44,7 @@ func TestUserAndTokenCommands(t *testing.T) {
 	tok := lastLine(out)
 	assert.Regexp(t, `^[A-Za-z0-9_-]{43}$`, tok)
 
-	st, err := archive.Open(ctx, dir, false, archive.Config{})
+	st, err := backend.Open(ctx, dir, false, archive.Config{})
 	require.NoError(t, err)
 	defer st.Close()
 	u, _, err := st.Authenticate(ctx, tok)
@@ -99,7 +100,7 @@ func TestIngestCommand(t *testing.T) {
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
 	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := archive.Open(ctx, dir, true, archive.Config{})
+	st, err := backend.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
 	_, _, err = st.EnsureAdmin(ctx)
 	require.NoError(t, err)

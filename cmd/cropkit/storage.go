@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
+	"github.com/cropkit/cropkit/archive/blobs"
+	"github.com/cropkit/cropkit/archive/store"
 )
 
 // storageFlags are --db and --blobs, the backends of every command that
@@ -32,17 +35,17 @@ func (s storageFlags) external() bool { return *s.db != "" && *s.blobs != "" }
 // given backends, the missing one taken from dataDir.
 func (s storageFlags) open(ctx context.Context, dataDir string, create bool, cfg archive.Config) (*archive.Archive, error) {
 	if *s.db == "" && *s.blobs == "" {
-		return archive.Open(ctx, dataDir, create, cfg)
+		return backend.Open(ctx, dataDir, create, cfg)
 	}
-	db, blobs := *s.db, *s.blobs
-	if db == "" {
-		db = archive.DefaultDBURL(dataDir)
+	dbURL, blobsURL := *s.db, *s.blobs
+	if dbURL == "" {
+		dbURL = store.DefaultURL(dataDir)
 	}
-	if blobs == "" {
-		blobs = archive.DefaultBlobsURL(dataDir)
+	if blobsURL == "" {
+		blobsURL = blobs.DefaultURL(dataDir)
 	}
 	if !s.external() {
 		cfg.TempDir = filepath.Join(dataDir, "tmp")
 	}
-	return archive.OpenURL(ctx, db, blobs, cfg)
+	return backend.OpenURL(ctx, dbURL, blobsURL, cfg)
 }

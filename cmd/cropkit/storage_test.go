@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -31,7 +32,7 @@ func TestStorageFlagsWriteNothingLocally(t *testing.T) {
 	require.Len(t, lines, 2, out)
 	assert.Regexp(t, `^1 +\d{4}-\d\d-\d\dT`, lines[1])
 
-	core, err := archive.OpenURL(context.Background(), dsn, bucket, archive.Config{})
+	core, err := backend.OpenURL(context.Background(), dsn, bucket, archive.Config{})
 	require.NoError(t, err)
 	defer core.Close()
 	u, _, err := core.Authenticate(context.Background(), tok)
@@ -66,7 +67,7 @@ func TestIngestWithStorageFlags(t *testing.T) {
 	dsn, bucket := testenv.Postgres(t), testenv.S3(t)
 	scenes, err := demodata.Extract(t.TempDir())
 	require.NoError(t, err)
-	core, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+	core, err := backend.OpenURL(ctx, dsn, bucket, archive.Config{})
 	require.NoError(t, err)
 	_, _, err = core.EnsureAdmin(ctx)
 	require.NoError(t, err)
@@ -81,7 +82,7 @@ func TestIngestWithStorageFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing written to the working directory")
 
-	core, err = archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+	core, err = backend.OpenURL(ctx, dsn, bucket, archive.Config{})
 	require.NoError(t, err)
 	defer core.Close()
 	bundles, err := core.Store().Bundles(ctx)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 )
 
 const tokenUsage = `usage: cropkit token create NAME --data DIR   issue a token (printed as the last line)
@@ -97,7 +98,7 @@ func runToken(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 // openData opens an existing data directory, naming the flag when it is missing.
 func openData(ctx context.Context, dir, flagName string) (*archive.Archive, error) {
-	core, err := archive.Open(ctx, dir, false, archive.Config{})
+	core, err := backend.Open(ctx, dir, false, archive.Config{})
 	if errors.Is(err, archive.ErrNotFound) {
 		return nil, fmt.Errorf("%s %s: no cropkit data directory there (start `cropkit serve --data %s` once to create it)", flagName, dir, dir)
 	}

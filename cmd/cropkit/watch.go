@@ -8,12 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/store"
 	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/watch"
 )
@@ -25,6 +27,7 @@ type watchOptions struct {
 	backfill            watch.Backfill
 	maxCloud            float64
 	jobTimeout          time.Duration
+	allowHosts          []string
 	// signURL is --sign-url: the SAS token service signing the items' assets.
 	signURL string
 }
@@ -36,6 +39,8 @@ func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	fs.DurationVar(&o.poll, "poll", watch.DefaultPoll, "catalogue poll interval (0: no polling, only backfills of new fields)")
 	fs.Var(&o.backfill, "backfill", "history ingested for a newly registered field: days (90d), a duration (36h) or a date YYYY-MM-DD")
 	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an item is never read")
+	fs.Func("ingest-allow-host", "with --ingest-allow-private, a further host:port the catalogue may point to on a private address (band file server); repeatable",
+		func(v string) error { o.allowHosts = append(o.allowHosts, strings.Split(v, ",")...); return nil })
 	fs.StringVar(&o.signURL, "sign-url", "", signURLUsage)
 	fs.DurationVar(&o.jobTimeout, "job-timeout", watch.DefaultJobTimeout, "time limit of one job (an item's ingestion); a dead worker's job runs again 5s after it (plus up to 30s)")
 	return o
@@ -56,7 +61,8 @@ func (o *watchOptions) check() error {
 
 func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch.Metrics, logger *slog.Logger) watch.Config {
 	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collection: o.collection, Poll: o.poll, Backfill: o.backfill,
-		MaxCloud: o.maxCloud, JobTimeout: o.jobTimeout, AllowPrivate: allowPrivate, Metrics: m, Logger: logger.With("component", "watch")}
+		MaxCloud: o.maxCloud, JobTimeout: o.jobTimeout, AllowPrivate: allowPrivate, Metrics: m,
+		AllowHosts: o.allowHosts, Logger: logger.With("component", "watch")}
 	if o.poll == 0 {
 		cfg.Poll = -1 // off (0 is the default in watch.Config)
 	}
@@ -79,7 +85,7 @@ func newRegistry() (*prometheus.Registry, *watch.Metrics) {
 // returned function stops it (letting jobs in flight finish) and releases
 // its queue.
 func startWatcher(ctx context.Context, core *archive.Archive, cfg watch.Config) (func() error, error) {
-	drv, closeDrv, err := core.JobsDriver(ctx)
+	drv, closeDrv, err := store.JobsDriver(ctx, core.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +143,7 @@ func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.
 	o := addWatchFlags(fs)
 	once := fs.Bool("once", false, "check the fields, poll once, ingest what is new, deliver notifications for --once-grace and exit (cron)")
 	onceGrace := fs.Duration("once-grace", 10*time.Second, "with --once, how long notifications are delivered after the ingestions")
-	allowPrivate := fs.Bool("ingest-allow-private", false, "let the catalogue and its band files be on loopback, private, link-local and metadata addresses")
+	allowPrivate := fs.Bool("ingest-allow-private", false, "let the catalogue named by --catalog (its host and port) be on a loopback, private, link-local or metadata address; other hosts it points to need --ingest-allow-host")
 	var hooks archive.WebhookOptions
 	fs.DurationVar(&hooks.RetryBase, "webhook-retry-base", 5*time.Second, "first webhook retry delay; the schedule (5s, 5m, 30m, 2h, 5h, 10h, 10h) scales with it")
 	fs.DurationVar(&hooks.Timeout, "webhook-timeout", 15*time.Second, "time limit of one webhook delivery attempt")
@@ -208,7 +214,7 @@ func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.
 // server on the same data directory).
 func watchOnce(ctx context.Context, core *archive.Archive, cfg watch.Config, grace time.Duration, stdout io.Writer) error {
 	cfg.Poll = -1 // the one poll is RunOnce's
-	drv, closeDrv, err := core.JobsDriver(ctx)
+	drv, closeDrv, err := store.JobsDriver(ctx, core.Store())
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -72,7 +73,7 @@ func TestServeCatalogAcceptance(t *testing.T) {
 	serveArgs := []string{"--catalog", cat.URL(), "--poll", poll.String(), "--backfill", "2019-06-01", "--max-cloud", "50",
 		"--ingest-allow-private", "--webhook-allow-private", "--webhook-retry-base", "50ms", "--webhook-timeout", "2s"}
 	p1 := startServeProcess(t, dir, serveArgs...)
-	st, err := archive.Open(ctx, dir, false, archive.Config{})
+	st, err := backend.Open(ctx, dir, false, archive.Config{})
 	require.NoError(t, err)
 	adminTok, err := st.CreateToken(ctx, "admin")
 	require.NoError(t, err)
@@ -236,7 +237,7 @@ func TestWatchCommand(t *testing.T) {
 
 	// Fields registered by another process (here, before the watcher starts).
 	dir := t.TempDir()
-	st, err := archive.Open(ctx, dir, true, archive.Config{})
+	st, err := backend.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
 	_, _, err = st.EnsureAdmin(ctx)
 	require.NoError(t, err)
@@ -257,7 +258,7 @@ func TestWatchCommand(t *testing.T) {
 			nil, &out, &errOut)
 	}()
 	require.Eventually(t, func() bool {
-		ro, err := archive.Open(ctx, dir, false, archive.Config{})
+		ro, err := backend.Open(ctx, dir, false, archive.Config{})
 		if err != nil {
 			return false
 		}
@@ -281,6 +282,9 @@ func TestWatchFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"watch", "-h"}, 0, "-catalog"},
+		{[]string{"watch", "-h"}, 0, "-ingest-allow-host"},
+		{[]string{"watch", "--catalog", "http://127.0.0.1:9/", "--ingest-allow-private", "--ingest-allow-host", "bad host:80"}, 1, "allowed hosts"},
+		{[]string{"watch", "--catalog", "http://127.0.0.1:9/", "--ingest-allow-host", "127.0.0.1:10"}, 1, "catalogue address 127.0.0.1 refused"},
 		{[]string{"watch", "--data", "DIR"}, 1, "--catalog is required"},
 		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--backfill", "soon"}, 1, "backfill"},
 		{[]string{"watch", "--catalog", "https://earth-search.aws.element84.com/v1", "--max-cloud", "120"}, 1, "not a percentage"},
@@ -311,7 +315,7 @@ func TestWatchOnce(t *testing.T) {
 	cat := stactest.New(t, stactest.Options{PageSize: 1, Ascending: true})
 	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-06-20", "2019-06-30")...)
 	dir := t.TempDir()
-	st, err := archive.Open(ctx, dir, true, archive.Config{})
+	st, err := backend.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
 	_, _, err = st.EnsureAdmin(ctx)
 	require.NoError(t, err)
@@ -335,7 +339,7 @@ func TestWatchOnce(t *testing.T) {
 	assert.Zero(t, cat.ItemStats("S2A_31UES_20190630_0_L2A").Requests)
 	assert.Positive(t, cat.ItemStats("S2A_31UES_20190705_0_L2A").Requests)
 
-	ro, err := archive.Open(ctx, dir, false, archive.Config{})
+	ro, err := backend.Open(ctx, dir, false, archive.Config{})
 	require.NoError(t, err)
 	defer ro.Close()
 	items, err := ro.SceneItems(ctx, archive.ItemQuery{})

@@ -24,6 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
+	"github.com/cropkit/cropkit/archive/store"
 	"github.com/cropkit/cropkit/client"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
@@ -161,7 +163,7 @@ func TestServeWebhooksSurviveKillAndRestart(t *testing.T) {
 
 	// A data directory with an admin, a farmer and two of the farmer's fields.
 	dir := t.TempDir()
-	st, err := archive.Open(ctx, dir, true, archive.Config{})
+	st, err := backend.Open(ctx, dir, true, archive.Config{})
 	require.NoError(t, err)
 	adminTok, _, err := st.EnsureAdmin(ctx)
 	require.NoError(t, err)
@@ -221,7 +223,7 @@ func TestServeWebhooksSurviveKillAndRestart(t *testing.T) {
 	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, filepath.Join(sceneRoot, "2019-07-05"))
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "2019-07-05")
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, archive.DBFile)+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.DBFile)+"?mode=ro")
 	require.NoError(t, err)
 	var pending int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&pending))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/stac/stactest"
@@ -30,7 +31,7 @@ func TestWorkerCommand(t *testing.T) {
 	cat := stactest.New(t, stactest.Options{})
 	cat.Publish(stactest.Chips(t, "flanders-31UES", "2019-06-20", "2019-06-30")...)
 
-	st, err := archive.OpenURL(ctx, dsn, bucket, archive.Config{})
+	st, err := backend.OpenURL(ctx, dsn, bucket, archive.Config{})
 	require.NoError(t, err)
 	defer st.Close()
 	_, _, err = st.EnsureAdmin(ctx)

@@ -19,12 +19,6 @@ import (
 	"github.com/cropkit/cropkit/zoning"
 )
 
-// sceneList collects repeated --scene flags.
-type sceneList []string
-
-func (s *sceneList) String() string     { return strings.Join(*s, ",") }
-func (s *sceneList) Set(v string) error { *s = append(*s, v); return nil }
-
 const zonesUsage = `usage: cropkit zones --scene DIR [--scene DIR ...] --fields FILE.geojson --field NAME
                      --index ndvi --zones K --out FILE [flags]
 
@@ -40,7 +34,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs := flag.NewFlagSet("zones", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, zonesUsage); fs.PrintDefaults() }
-	var scenes sceneList
+	var scenes stringList
 	fs.Var(&scenes, "scene", "scene folder, STAC item JSON path or http(s) URL (repeatable)")
 	fieldsPath := fs.String("fields", "", "GeoJSON FeatureCollection of fields (EPSG:4326)")
 	fieldName := fs.String("field", "", "name of the field (property name or field_name); optional when the file has one field")
@@ -95,7 +89,10 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := rx.WithDefaults().Validate(); err != nil {
 		return err
 	}
-	clock := stepClock{w: stderr, on: *timings, last: time.Now()}
+	var times stepTimes
+	began := time.Now()
+	last := began
+	step := func(name string) { times.add(name, last); last = time.Now() }
 
 	field, err := readField(*fieldsPath, *fieldName)
 	if err != nil {
@@ -162,7 +159,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	clock.step("read+index")
+	step("read+index")
 
 	c, err := zoning.Run(ctx, zoning.Request{
 		Grid:         grid,
@@ -175,7 +172,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	clock.step("zones")
+	step("zones")
 	name := *fieldName
 	if name == "" {
 		name = "field"
@@ -192,7 +189,10 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	clock.step("write")
+	step("write")
+	if *timings {
+		times.print(stderr, time.Since(began), 1)
+	}
 	q := c.Quality
 	bar.Finish()
 	fmt.Fprintf(stderr, "cropkit zones: %d pixels, %d zones, %d polygons, %d image(s) (%d scene(s) skipped); variance explained %.1f %%, smallest zone %.2f ha, smallest polygon %.2f ha\n",
@@ -234,19 +234,4 @@ func readField(path, name string) (orb.MultiPolygon, error) {
 	}
 	slices.Sort(names)
 	return nil, fmt.Errorf("%s has no field %q (it has %s)", path, name, strings.Join(names, ", "))
-}
-
-// stepClock prints step durations when on.
-type stepClock struct {
-	w    io.Writer
-	on   bool
-	last time.Time
-}
-
-func (c *stepClock) step(name string) {
-	now := time.Now()
-	if c.on {
-		fmt.Fprintf(c.w, "%-12s %6.3f s\n", name, now.Sub(c.last).Seconds())
-	}
-	c.last = now
 }

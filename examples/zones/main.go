@@ -86,25 +86,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mask, err := zoning.FieldMask(field.Geometry, grid)
+	// zoning.Run is the one zone chain, the server's and the CLI's: the
+	// outline's pixels, k-means, the zones clipped to the outline (they tile
+	// it exactly), doses, reprojection.
+	c, err := zoning.Run(ctx, zoning.Request{
+		Grid:         grid,
+		Outline:      field.Geometry,
+		Layers:       []zoning.Layer{{Name: "ndvi", Type: zoning.CropHealth, Values: ndvi, Weight: 1}},
+		Options:      zoning.Options{Zones: *k, Seed: 1},
+		Prescription: zoning.Prescription{Type: zoning.NFertilizer},
+		DstEPSG:      *dst,
+	})
 	if err != nil {
 		return err
 	}
-	res, err := zoning.Compute(ctx, grid, mask, []zoning.Layer{{Name: "ndvi", Values: ndvi, Weight: 1}},
-		zoning.Options{Zones: *k, Seed: 1})
-	if err != nil {
-		return err
-	}
-	if err := (zoning.Prescription{Type: zoning.NFertilizer}).Apply(res); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "%s: NDVI mean of %d clear dates, %d zones\n", field.Name, len(dates), len(res.Zones))
-	for _, z := range res.Zones {
+	fmt.Fprintf(stderr, "%s: NDVI mean of %d clear dates, %d zones\n", field.Name, len(dates), len(c.ZoneStats))
+	for _, z := range c.ZoneStats {
 		fmt.Fprintf(stderr, "zone %d: NDVI %.3f, %.2f ha, %.0f kg N/ha\n", z.ID, z.RasterVal, z.AreaHa, z.Dose)
-	}
-	c, err := res.Collection(*dst)
-	if err != nil {
-		return err
 	}
 	return zoning.GeoJSON.Write(stdout, c, field.Name)
 }

@@ -15,6 +15,12 @@ import (
 // the whole file (200) instead of the range (206).
 var ErrRangeUnsupported = errors.New("geotiff: server does not support HTTP Range requests")
 
+// ErrFileChanged is wrapped by the error of a read that found the remote
+// file changed since the first request (another ETag, Last-Modified or
+// size, or a 412 answer to If-Match): the bytes read so far belong to
+// another version, so the reader must be opened again from the start.
+var ErrFileChanged = errors.New("geotiff: remote file changed while it was read")
+
 // HTTPError is a non-success HTTP status.
 type HTTPError struct {
 	URL        string
@@ -37,11 +43,19 @@ const (
 // request; reads that straddle the end of the prefix grow it (doubling, up to
 // 16 MiB), and reads beyond it are one Range request each. It is safe for
 // concurrent use. All requests use the context given to NewHTTPReaderAt.
+//
+// Every request after the first names the version the first one read:
+// If-Match with its strong ETag, else If-Unmodified-Since with its
+// Last-Modified; an answer of another version (412, or another ETag or size
+// from a server that ignores the condition) fails with ErrFileChanged
+// rather than mixing the bytes of two versions.
 type HTTPReaderAt struct {
 	ctx    context.Context
 	client *http.Client
 	url    string
 	size   int64
+	// etag and lastModified are the first answer's validators ("" when absent).
+	etag, lastModified string
 
 	mu     sync.Mutex
 	prefix []byte
@@ -61,6 +75,9 @@ func NewHTTPReaderAt(ctx context.Context, client *http.Client, url string) (*HTT
 	h.size, h.prefix = total, body
 	return h, nil
 }
+
+// ETag is the entity tag of the version read ("" when the server gave none).
+func (h *HTTPReaderAt) ETag() string { return h.etag }
 
 // Size is the length of the remote file.
 func (h *HTTPReaderAt) Size() int64 { return h.size }
@@ -122,6 +139,15 @@ func (h *HTTPReaderAt) fetchInto(p []byte, off, size int64) ([]byte, int64, erro
 		return nil, 0, fmt.Errorf("geotiff: %w", err)
 	}
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1))
+	first := size < 0
+	if !first {
+		switch {
+		case h.etag != "" && !strings.HasPrefix(h.etag, "W/"):
+			req.Header.Set("If-Match", h.etag) // a weak ETag cannot be matched: compared below
+		case h.lastModified != "":
+			req.Header.Set("If-Unmodified-Since", h.lastModified)
+		}
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("geotiff: %w", err)
@@ -131,15 +157,24 @@ func (h *HTTPReaderAt) fetchInto(p []byte, off, size int64) ([]byte, int64, erro
 	case http.StatusPartialContent:
 	case http.StatusOK:
 		return nil, 0, fmt.Errorf("GET %s: %w", h.url, ErrRangeUnsupported)
+	case http.StatusPreconditionFailed:
+		return nil, 0, fmt.Errorf("GET %s: HTTP 412 to If-Match %s: %w", h.url, h.etag, ErrFileChanged)
 	default:
 		return nil, 0, &HTTPError{URL: h.url, StatusCode: resp.StatusCode}
+	}
+	etag, lastModified := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	if first {
+		h.etag, h.lastModified = etag, lastModified
+	} else if (h.etag != "" && etag != "" && etag != h.etag) || (h.lastModified != "" && lastModified != "" && lastModified != h.lastModified) {
+		// A server that ignores the condition still names the version it sent.
+		return nil, 0, fmt.Errorf("GET %s: ETag %s, Last-Modified %s, was %s, %s: %w", h.url, etag, lastModified, h.etag, h.lastModified, ErrFileChanged)
 	}
 	start, last, total, err := parseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil {
 		return nil, 0, fmt.Errorf("GET %s: %w", h.url, err)
 	}
 	if size >= 0 && total != size {
-		return nil, 0, fmt.Errorf("GET %s: file size changed from %d to %d", h.url, size, total)
+		return nil, 0, fmt.Errorf("GET %s: file size changed from %d to %d: %w", h.url, size, total, ErrFileChanged)
 	}
 	want := min(int64(len(p)), total-off)
 	if start != off || last-start+1 != want {

@@ -25,6 +25,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/cropkit/cropkit/archive"
+	"github.com/cropkit/cropkit/archive/backend"
+	"github.com/cropkit/cropkit/archive/store"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/server"
 	"github.com/cropkit/cropkit/webhook/sqlstore"
@@ -119,9 +121,9 @@ func NewWith(t testing.TB, acfg archive.Config, cfg server.Config) *Env {
 	if Backend() == BackendPostgres {
 		dsn = testenv.Postgres(t)
 		acfg.TempDir = filepath.Join(dir, "tmp")
-		core, err = archive.OpenURL(ctx, dsn, testenv.S3(t), acfg)
+		core, err = backend.OpenURL(ctx, dsn, testenv.S3(t), acfg)
 	} else {
-		core, err = archive.Open(ctx, dir, true, acfg)
+		core, err = backend.Open(ctx, dir, true, acfg)
 	}
 	if err != nil {
 		t.Fatalf("open archive: %v", err)
@@ -277,7 +279,7 @@ func (e *Env) DB(t testing.TB) *sql.DB {
 		t.Cleanup(func() { db.Close() })
 		return db
 	}
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.Dir, archive.DBFile)+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.Dir, store.DBFile)+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}

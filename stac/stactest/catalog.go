@@ -34,6 +34,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/paulmach/orb"
 )
 
 // Conformance classes the catalogue declares by default.
@@ -72,6 +74,13 @@ type Options struct {
 	// is answered 403 (counted in Stats.Unsigned), and the catalogue serves
 	// a SAS token service at URL()+"/sas" (GET /sas/token/{collection}).
 	AssetToken string
+
+	// ValidateGeometry checks an "intersects" geometry the way a catalogue
+	// on PostGIS/GEOS does (stac-fastapi-pgstac): a MultiPolygon whose
+	// members overlap or share an edge, or a self-intersecting ring, is
+	// answered 500 with a TopologyException body (Stats.InvalidGeometries
+	// counts them).
+	ValidateGeometry bool
 }
 
 // Stats counts the requests the catalogue answered.
@@ -87,6 +96,8 @@ type Stats struct {
 	// Unsigned counts band requests refused for lacking Options.AssetToken;
 	// Tokens the token service's answers.
 	Unsigned, Tokens int
+	// InvalidGeometries counts searches refused by Options.ValidateGeometry.
+	InvalidGeometries int
 }
 
 // ItemStats counts the band file requests of one item.
@@ -116,6 +127,16 @@ type Catalog struct {
 	stats    Stats
 	perItem  map[string]*ItemStats
 	searches []SearchRequest
+	refuse   *searchRefusal
+	stalled  map[string]bool
+	raw      []string
+}
+
+// searchRefusal is a FailSearches setting.
+type searchRefusal struct {
+	match  func(area orb.Bound) bool
+	status int
+	body   string
 }
 
 type published struct {
@@ -193,6 +214,40 @@ func (c *Catalog) FailNext(n, status int, retryAfter string) {
 	for range n {
 		c.failNext = append(c.failNext, failure{status, retryAfter})
 	}
+}
+
+// FailSearches makes every search whose area (intersects or bbox; the
+// whole world without either) match accepts answer status with body, as a
+// catalogue that fails on one region or one kind of request; nil match
+// lets every search through again.
+func (c *Catalog) FailSearches(match func(area orb.Bound) bool, status int, body string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refuse = nil
+	if match != nil {
+		c.refuse = &searchRefusal{match: match, status: status, body: body}
+	}
+}
+
+// PublishRaw adds item documents served as written, not necessarily valid
+// JSON (a NaN, a numeric id), at the start of the first page of every
+// search, for tests of catalogues that serve malformed items.
+func (c *Catalog) PublishRaw(docs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.raw = append(c.raw, docs...)
+}
+
+// StallAsset makes every band file request of item id hang, sending
+// nothing, until the client gives up (or 30 s pass): a band host that
+// accepts connections but never answers.
+func (c *Catalog) StallAsset(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stalled == nil {
+		c.stalled = map[string]bool{}
+	}
+	c.stalled[id] = true
 }
 
 // FailAsset makes every band file of item id answer 404.
@@ -425,7 +480,15 @@ func (c *Catalog) asset(w http.ResponseWriter, r *http.Request, path string) {
 	if failed {
 		c.stats.Failed++
 	}
+	stalled := c.stalled[id]
 	c.mu.Unlock()
+	if stalled {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+		return
+	}
 	if whole && !c.opts.AllowWholeFile {
 		c.t.Errorf("stactest: whole-file GET of %s (band files must be read with Range requests)", path)
 	}

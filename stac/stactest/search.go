@@ -1,6 +1,7 @@
 package stactest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,11 +76,34 @@ func (c *Catalog) search(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "only cql2-json filters", http.StatusBadRequest)
 		return
 	}
+	if c.opts.ValidateGeometry && len(p.Intersects) > 0 {
+		if reason := topologyError(p.Intersects); reason != "" {
+			c.count(func(s *Stats) { s.InvalidGeometries++ })
+			writeJSON(w, http.StatusInternalServerError, map[string]any{"code": "InternalError",
+				"description": "TopologyException: Input geom 0 is invalid: " + reason})
+			return
+		}
+	}
 	m, err := newMatcher(p)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	area := orb.Bound{Min: orb.Point{-180, -90}, Max: orb.Point{180, 90}}
+	if m.area != nil {
+		area = *m.area
+	}
+	c.mu.Lock()
+	refuse := c.refuse
+	if refuse != nil && refuse.match(area) {
+		c.stats.Failed++
+		c.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(refuse.status)
+		io.WriteString(w, refuse.body)
+		return
+	}
+	c.mu.Unlock()
 
 	c.mu.Lock()
 	var hits []*published
@@ -128,10 +152,29 @@ func (c *Catalog) search(w http.ResponseWriter, r *http.Request) {
 	if len(hits) > len(page) {
 		links = append(links, c.nextLink(r.Method, p, sortKey(page[len(page)-1])))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"type": "FeatureCollection", "features": features, "links": links,
-		"numberReturned": len(features), "numberMatched": len(hits),
-	})
+	c.mu.Lock()
+	raw := slices.Clone(c.raw)
+	c.mu.Unlock()
+	if len(raw) == 0 || p.Token != "" {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"type": "FeatureCollection", "features": features, "links": links,
+			"numberReturned": len(features), "numberMatched": len(hits),
+		})
+		return
+	}
+	// Malformed documents cannot go through encoding/json: spliced in.
+	data, err := json.Marshal(map[string]any{"type": "FeatureCollection", "features": features, "links": links})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sep := ","
+	if len(features) == 0 {
+		sep = ""
+	}
+	data = bytes.Replace(data, []byte(`"features":[`), []byte(`"features":[`+strings.Join(raw, ",")+sep), 1)
+	w.Header().Set("Content-Type", "application/geo+json")
+	w.Write(data)
 }
 
 func (c *Catalog) record(r SearchRequest) {
@@ -289,6 +332,20 @@ func parseBound(s string) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return time.Parse(time.RFC3339Nano, s)
+}
+
+// topologyError is why GEOS would find a (multi)polygon invalid ("" when
+// valid or not a polygon): geo.ValidateMultiPolygon applies the same OGC
+// rules (members may touch at points only; rings simple).
+func topologyError(raw json.RawMessage) string {
+	mp, err := geo.ParseGeometry(raw)
+	if err != nil {
+		return ""
+	}
+	if err := geo.ValidateMultiPolygon(mp); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // geometryBound is the bound of a GeoJSON point or (multi)polygon: items

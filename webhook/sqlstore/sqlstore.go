@@ -29,7 +29,13 @@ import (
 )
 
 // ErrNotFound is returned when the owner has no such registration.
-var ErrNotFound = errors.New("webhook registration not found")
+var ErrNotFound = webhook.ErrRegistrationNotFound
+
+// Registration is one URL registered by an owner.
+type Registration = webhook.Registration
+
+// DeliveryState is one delivery as listed to its owner, with every attempt.
+type DeliveryState = webhook.DeliveryState
 
 // schemaVersion is stored in webhook_schema; bump it with a new migration step.
 // Version 2: registration ids are never reused (AUTOINCREMENT), see
@@ -238,21 +244,6 @@ func fromNullMS(v sql.NullInt64) time.Time {
 // placeholders is "?, ?, …" for n values (n ≥ 1).
 func placeholders(n int) string { return "?" + strings.Repeat(", ?", n-1) }
 
-// Registration is one URL registered by an owner.
-type Registration struct {
-	ID    int64  `json:"id"`
-	Owner string `json:"username"`
-	URL   string `json:"url"`
-	// Secret is the signing secret; only set by Register when it created
-	// the registration (the secret is shown once).
-	Secret         string    `json:"secret,omitempty"`
-	Created        bool      `json:"-"`
-	CreatedAt      time.Time `json:"created_at"`
-	Disabled       bool      `json:"disabled"`
-	DisabledAt     time.Time `json:"disabled_at,omitzero"`
-	DisabledReason string    `json:"disabled_reason,omitempty"`
-}
-
 // Register stores rawURL for owner with a fresh secret. rawURL must already
 // be validated (webhook.ValidateURL). Registering the same owner and URL again
 // creates nothing: it returns the existing registration with Created false
@@ -264,7 +255,7 @@ func (s *Store) Register(ctx context.Context, owner, rawURL string) (Registratio
 
 // ErrLimit is returned by RegisterLimit when the owner already has the
 // maximum number of registrations.
-var ErrLimit = errors.New("webhook registration limit reached")
+var ErrLimit = webhook.ErrRegistrationLimit
 
 // RegisterLimit is Register refusing, with ErrLimit, a new URL beyond max
 // registrations of owner (0: no limit). Registering a URL again always works.
@@ -622,21 +613,6 @@ func (s *Store) Record(ctx context.Context, d webhook.Delivery, a webhook.Attemp
 		return fmt.Errorf("record webhook attempt of delivery %d: %w", d.ID, err)
 	}
 	return nil
-}
-
-// DeliveryState is one delivery as listed to its owner, with every attempt.
-type DeliveryState struct {
-	ID             int64             `json:"id"`
-	MessageID      string            `json:"message_id"`
-	RegistrationID int64             `json:"registration_id"`
-	URL            string            `json:"url"`
-	Status         webhook.Status    `json:"status"`
-	CreatedAt      time.Time         `json:"created_at"`
-	NextAttemptAt  time.Time         `json:"next_attempt_at,omitzero"` // pending only
-	FinishedAt     time.Time         `json:"finished_at,omitzero"`
-	LastError      string            `json:"last_error,omitempty"`
-	Payload        []byte            `json:"-"`
-	Attempts       []webhook.Attempt `json:"attempts"`
 }
 
 // Deliveries returns the owner's most recent deliveries, newest first, at

@@ -1,0 +1,46 @@
+package webhook
+
+import (
+	"errors"
+	"time"
+)
+
+// The records a registration store (webhook/sqlstore) keeps and lists: they
+// live here so a program can hold and answer them without a database.
+
+// ErrRegistrationNotFound is returned when the owner has no such registration.
+var ErrRegistrationNotFound = errors.New("webhook registration not found")
+
+// ErrRegistrationLimit is returned when the owner already has the maximum
+// number of registrations.
+var ErrRegistrationLimit = errors.New("webhook registration limit reached")
+
+// Registration is one URL registered by an owner.
+type Registration struct {
+	ID    int64  `json:"id"`
+	Owner string `json:"username"`
+	URL   string `json:"url"`
+	// Secret is the signing secret; only set by Register when it created
+	// the registration (the secret is shown once).
+	Secret         string    `json:"secret,omitempty"`
+	Created        bool      `json:"-"`
+	CreatedAt      time.Time `json:"created_at"`
+	Disabled       bool      `json:"disabled"`
+	DisabledAt     time.Time `json:"disabled_at,omitzero"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+}
+
+// DeliveryState is one delivery as listed to its owner, with every attempt.
+type DeliveryState struct {
+	ID             int64     `json:"id"`
+	MessageID      string    `json:"message_id"`
+	RegistrationID int64     `json:"registration_id"`
+	URL            string    `json:"url"`
+	Status         Status    `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+	NextAttemptAt  time.Time `json:"next_attempt_at,omitzero"` // pending only
+	FinishedAt     time.Time `json:"finished_at,omitzero"`
+	LastError      string    `json:"last_error,omitempty"`
+	Payload        []byte    `json:"-"`
+	Attempts       []Attempt `json:"attempts"`
+}

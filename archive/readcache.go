@@ -205,9 +205,11 @@ type genRound struct {
 
 func (f *freshness) current(ctx context.Context) (Generations, error) {
 	f.mu.Lock()
-	if !f.running {
-		// Nobody reads: read now, in this goroutine.
-		f.running, f.lastStart = true, time.Now()
+	if now := time.Now(); !f.running && now.Sub(f.lastStart) >= f.gap {
+		// Nobody reads, nor did lately: read now, in this goroutine.
+		// Otherwise the round below decides (runRounds), so that a stream
+		// of requests arriving one by one does not read once for each.
+		f.running, f.lastStart = true, now
 		f.mu.Unlock()
 		g, err := f.read()
 		f.mu.Lock()

@@ -60,6 +60,10 @@ type Report struct {
 	MeanVariation float64
 	PreviousDate  *string
 	Date          string
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8",
+	// "sentinel-1a", …; "sentinel-1" when the source names only the
+	// mission); "" in documents that predate sensors.
+	Sensor string
 }
 
 // UnmarshalJSON reads a §2.5 document; the index is the one key that is
@@ -80,6 +84,8 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 			err = json.Unmarshal(raw, &r.Bounds)
 		case k == "date":
 			err = json.Unmarshal(raw, &r.Date)
+		case k == "sensor":
+			err = json.Unmarshal(raw, &r.Sensor)
 		case k == "previous_date":
 			err = json.Unmarshal(raw, &r.PreviousDate)
 		case floats[k] != nil:
@@ -146,6 +152,9 @@ type HistoryRow struct {
 	MeanVariation float64 `json:"mean_variation"`
 	PreviousDate  *string `json:"previous_date"`
 	Scene         string  `json:"scene"`
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8",
+	// "sentinel-1a", …; the mission when the source names no satellite).
+	Sensor string `json:"sensor"`
 }
 
 // Upload describes one stored upload for custom zone layers (/files/upload,
@@ -224,4 +233,92 @@ type MetadataRegistered struct {
 	FieldName string `json:"field_name"`
 	StartDate string `json:"start_date"`
 	Seasons   int    `json:"seasons"` // seasons now stored for the field
+}
+
+// SeriesDay is one day of a field's daily series (GET /fields/timeseries):
+// the day's observation and its sensor (null without one), the estimate
+// and its 80 % interval. New columns (e.g. growing degree days) are added
+// as new fields; clients ignore the ones they do not know.
+type SeriesDay struct {
+	Date     string   `json:"date"`
+	Observed *float64 `json:"observed"`
+	Sensor   *string  `json:"sensor"`
+	Estimate float64  `json:"estimate"`
+	Lower    float64  `json:"lower"`
+	Upper    float64  `json:"upper"`
+}
+
+// TimeSeries is GET /fields/timeseries: one element per day from StartDate
+// to EndDate (inclusive).
+type TimeSeries struct {
+	FieldName string      `json:"field_name"`
+	Index     string      `json:"index"`
+	StartDate string      `json:"start_date"`
+	EndDate   string      `json:"end_date"`
+	Series    []SeriesDay `json:"series"`
+}
+
+// PhenologySeason is one season's phenology (GET /fields/phenology):
+// the window measured (the field's metadata season, else the calendar
+// growing season), and in it the start, peak and end of the main growth
+// cycle (dates, null when the curve does not cross), the peak value,
+// amplitude and integral (index × days). docs/timeseries.md defines them.
+type PhenologySeason struct {
+	WindowStart string  `json:"window_start"`
+	WindowEnd   string  `json:"window_end"`
+	Source      string  `json:"source"` // "metadata" or "calendar"
+	CropType    string  `json:"crop_type,omitempty"`
+	Start       *string `json:"start"`
+	Peak        string  `json:"peak"`
+	End         *string `json:"end"`
+	PeakValue   float64 `json:"peak_value"`
+	Amplitude   float64 `json:"amplitude"`
+	Integral    float64 `json:"integral"`
+	Cycles      int     `json:"cycles"`
+}
+
+// Phenology is GET /fields/phenology.
+type Phenology struct {
+	FieldName string            `json:"field_name"`
+	Index     string            `json:"index"`
+	Seasons   []PhenologySeason `json:"seasons"`
+}
+
+// FieldEvent is an abrupt change of a field's index (GET /fields/events and
+// the field.event webhook): a drop (harvest, mowing, damage) or a rise,
+// the triggering observation, what the series expected and its interval,
+// and the later observation that confirmed it.
+type FieldEvent struct {
+	FieldName   string  `json:"field_name"`
+	Date        string  `json:"date"`
+	Kind        string  `json:"kind"`
+	Index       string  `json:"index"`
+	Sensor      string  `json:"sensor"`
+	Magnitude   float64 `json:"magnitude"`
+	Observed    float64 `json:"observed"`
+	Expected    float64 `json:"expected"`
+	Lower       float64 `json:"lower"`
+	Upper       float64 `json:"upper"`
+	ConfirmedBy string  `json:"confirmed_by"`
+}
+
+// FieldEvents is GET /fields/events.
+type FieldEvents struct {
+	FieldName string       `json:"field_name"`
+	Events    []FieldEvent `json:"events"`
+}
+
+// EventTopic names the field-event notifications a webhook registration
+// opts in to (register_webhook with events=true); registrations that did
+// not opt in receive only the §6 product notifications.
+const EventTopic = "field.event"
+
+// EventNotification is the webhook payload of one field event: signed and
+// delivered like §6 notifications, once per event and registration (its
+// webhook-id is derived from the field, index, date and kind).
+type EventNotification struct {
+	Type  string     `json:"type"` // EventTopic
+	Group string     `json:"group"`
+	Field string     `json:"field"`
+	Event FieldEvent `json:"event"`
 }

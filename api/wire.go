@@ -56,6 +56,9 @@ type Index struct {
 	Formula string   `json:"formula"`
 	Source  string   `json:"source"`
 	Bands   []string `json:"bands"`
+	// Sensors are the sensor families the index applies to
+	// ("sentinel-2", "landsat", "sentinel-1").
+	Sensors []string `json:"sensors"`
 }
 
 // IndexList answers /indices/list.
@@ -70,6 +73,8 @@ type FileEntry struct {
 	Mean       float64 `json:"mean"`
 	Num        int     `json:"num"`
 	Scene      string  `json:"scene"`
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8", "sentinel-1a", …).
+	Sensor string `json:"sensor"`
 }
 
 // FileList answers /files/list: usable dates per index, and the uploads.
@@ -124,6 +129,10 @@ type WebhookRegistered struct {
 	Created bool `json:"created"`
 	// Secret signs the notifications (webhook.Verify); it is shown only once.
 	Secret string `json:"secret,omitempty"`
+	// Events is whether the registration receives field-event
+	// notifications (EventNotification), when the request set it
+	// (events=true|false).
+	Events *bool `json:"events,omitempty"`
 }
 
 // SceneItemField is a field a catalogue item was ingested for.

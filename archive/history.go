@@ -16,7 +16,12 @@ type HistoryRow = api.HistoryRow
 // compares with the previous usable image even when it lies before from,
 // as downloads do. indices nil means every index of the field u may use.
 func (a *Archive) History(ctx context.Context, u User, fieldName string, indices []string, from, to string) (Field, map[string][]HistoryRow, error) {
-	f, err := a.Field(ctx, u, fieldName, false)
+	return a.history(ctx, u, HistoryQuery{Field: fieldName, Indices: indices, From: from, To: to})
+}
+
+func (a *Archive) history(ctx context.Context, u User, q HistoryQuery) (Field, map[string][]HistoryRow, error) {
+	indices, from, to := q.Indices, q.From, q.To
+	f, err := a.Field(ctx, u, q.Field, false)
 	if err != nil {
 		return Field{}, nil, err
 	}
@@ -42,14 +47,25 @@ func (a *Archive) History(ctx context.Context, u User, fieldName string, indices
 		return Field{}, nil, err
 	}
 	out := make(map[string][]HistoryRow, len(want))
+	family := make(map[string]string, len(want)) // "" = every family
 	for _, ix := range want {
 		out[ix] = []HistoryRow{}
+		fam, err := a.SensorFamily(ix, q.Sensor)
+		if err != nil {
+			// An index the field may hold but the sensor cannot serve has no rows.
+			delete(out, ix)
+			continue
+		}
+		family[ix] = fam
 	}
 	prev := map[string]*Product{}
 	for i := range ps { // by index, then date
 		p := &ps[i]
 		rows, ok := out[p.Index]
 		if !ok {
+			continue
+		}
+		if fam := family[p.Index]; fam != "" && familyOrDefault(p.Family) != fam {
 			continue
 		}
 		before := prev[p.Index]
@@ -60,7 +76,7 @@ func (a *Archive) History(ctx context.Context, u User, fieldName string, indices
 		mv, pd := meanVariation(*p, before)
 		out[p.Index] = append(rows, HistoryRow{Date: p.Date, Mean: p.Mean, Median: p.Median, Std: p.Std, Min: p.Min, Max: p.Max,
 			P25: p.P25, P75: p.P75, Num: p.Num, FieldPixels: p.FieldPixels, CloudCover: p.CloudCover,
-			MeanVariation: mv, PreviousDate: pd, Scene: p.SceneID})
+			MeanVariation: mv, PreviousDate: pd, Scene: p.SceneID, Sensor: productSensor(*p)})
 	}
 	return f, out, nil
 }

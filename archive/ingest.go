@@ -232,8 +232,10 @@ func (a *Archive) ingestFieldSafe(ctx context.Context, scene *imagery.Scene, sce
 func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBands []string, f Field) (fieldOutcome, error) {
 	var out fieldOutcome
 	var indices []string
+	sensor := scene.Sensor()
+	family := string(sensor.Family())
 	for _, name := range f.Indices {
-		if ix, ok := a.cat.Lookup(name); ok && hasBands(sceneBands, ix.Bands) {
+		if ix, ok := a.cat.Lookup(name); ok && ix.AppliesTo(sensor) && hasBands(sceneBands, ix.Bands) {
 			indices = append(indices, name)
 		}
 	}
@@ -259,7 +261,8 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 	stored := make([]Product, 0, len(indices))
 	var keep []imagery.Product
 	for _, name := range indices {
-		sp := Product{FieldID: f.ID, Index: name, Date: date, SceneID: scene.ID(), CloudCover: 100, IngestedAt: ingested, AcquiredAt: scene.Date().UTC()}
+		sp := Product{FieldID: f.ID, Index: name, Date: date, Sensor: string(sensor), Family: family, SceneID: scene.ID(),
+			CloudCover: 100, IngestedAt: ingested, AcquiredAt: scene.Date().UTC()}
 		if p, ok := byIndex[name]; ok {
 			st := p.Stats
 			sp.CloudCover = st.CloudCover
@@ -299,7 +302,7 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 			}
 		}
 	}
-	rr, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Products: stored,
+	rr, err := a.store.RecordProducts(ctx, ProductRecord{Field: f, Date: date, Family: family, Products: stored,
 		Notify: func(changed []Product, prev map[string]Product) webhook.Payload {
 			return Notification(f, changed, prev)
 		}})
@@ -316,6 +319,13 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 	a.step("ingest:after-commit")
 	a.deleteBlobs(ctx, rr.Replaced)
 	out.notified = rr.Notified
+	if len(keep) > 0 {
+		n, err := a.notifyEvents(ctx, f, date, keep)
+		if err != nil {
+			return out, err
+		}
+		out.notified += n
+	}
 	return out, nil
 }
 

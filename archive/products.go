@@ -38,7 +38,10 @@ type Image struct {
 // the latest).
 type ImageQuery struct {
 	Field, Index, Date string
-	WithGeometry       bool
+	// Sensor keeps one sensor family's images (see SensorFamily): "" the
+	// index's default (Sentinel-2 for optical indices), "any" all.
+	Sensor       string
+	WithGeometry bool
 }
 
 // Image resolves q for u: ErrInvalid/ErrForbidden for an unknown or
@@ -56,12 +59,20 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 	if !slices.Contains(f.Indices, index) {
 		return Image{}, NotFound("field %q is not registered for index %q", f.Name, index)
 	}
-	products, err := a.usableProducts(ctx, f, index)
+	family, err := a.SensorFamily(index, q.Sensor)
+	if err != nil {
+		return Image{}, err
+	}
+	products, err := a.usableProducts(ctx, f, index, family)
 	if err != nil {
 		return Image{}, err
 	}
 	if len(products) == 0 {
-		return Image{}, NoImagery("no usable %s image of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, f.Name)
+		of := ""
+		if family != "" {
+			of = " from " + family
+		}
+		return Image{}, NoImagery("no usable %s image%s of field %q (none ingested yet, or too little of it clear: clouds, or outside the scenes)", index, of, f.Name)
 	}
 	i := ClosestDate(products, q.Date)
 	img := Image{Field: f, Index: index, Product: products[i]}
@@ -73,9 +84,21 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 }
 
 // UsableProducts lists field f's usable products of index between from and
-// to (inclusive YYYY-MM-DD, "" = open), by date.
+// to (inclusive YYYY-MM-DD, "" = open), by date, from the index's default
+// sensor family (Sentinel-2 for optical indices, Sentinel-1 for radar ones).
 func (a *Archive) UsableProducts(ctx context.Context, f Field, index, from, to string) ([]Product, error) {
-	return a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, From: from, To: to, UsableOnly: true})
+	return a.UsableProductsOf(ctx, f, index, "", from, to)
+}
+
+// UsableProductsOf is UsableProducts of one sensor family as SensorFamily
+// reads sensor ("" the index's default, "any" every family: then one date
+// may hold two products).
+func (a *Archive) UsableProductsOf(ctx context.Context, f Field, index, sensor, from, to string) ([]Product, error) {
+	family, err := a.SensorFamily(index, sensor)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, From: from, To: to, UsableOnly: true, Family: family})
 }
 
 // Products lists the products of field f matching q (FieldID is set from f).

@@ -71,8 +71,8 @@ type fieldEntry struct {
 }
 
 type prodKey struct {
-	fieldID int64
-	index   string
+	fieldID       int64
+	index, family string
 }
 
 type prodEntry struct {
@@ -388,18 +388,19 @@ func (a *Archive) fieldSummary(ctx context.Context, userID int64, name string) (
 	return f, err
 }
 
-// usableProducts is field f's usable products of index, by date, through
-// the product cache: the slice is shared, callers must not change it.
-func (a *Archive) usableProducts(ctx context.Context, f Field, index string) ([]Product, error) {
+// usableProducts is field f's usable products of index from sensor
+// family ("" any), by date, through the product cache: the slice is
+// shared, callers must not change it.
+func (a *Archive) usableProducts(ctx context.Context, f Field, index, family string) ([]Product, error) {
 	g, cached := a.cache.current(ctx)
-	k := prodKey{f.ID, index}
+	k := prodKey{f.ID, index, family}
 	now := time.Now()
 	if cached {
 		if e, hit := a.cache.prods.get(k); hit && e.gen == g.Data && now.Sub(e.at) < cacheTTL {
 			return e.products, nil
 		}
 	}
-	ps, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true})
+	ps, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true, Family: family})
 	if err == nil && cached {
 		a.cache.prods.put(k, prodEntry{products: ps, gen: g.Data, at: now})
 	}

@@ -111,13 +111,20 @@ type Outbox interface {
 	Delete(ctx context.Context, owner string, id int64) error
 	DeleteURL(ctx context.Context, owner, rawURL string) error
 	Deliveries(ctx context.Context, owner string, limit int) ([]webhook.DeliveryState, error)
+	// Topics a registration opts in to (field events): see archive/timeseries.go.
+	Subscribe(ctx context.Context, owner string, id int64, topic string, on bool) error
+	Subscribed(ctx context.Context, owner, topic string) (bool, error)
+	EnqueueTopic(ctx context.Context, owner, topic, key string, body []byte) (int, error)
 }
 
 // ProductRecord is one field's products of one scene date, recorded with
 // the bundle holding their files and the notification they cause.
 type ProductRecord struct {
-	Field    Field // ID and Version are checked: ErrFieldChanged when either moved
-	Date     string
+	Field Field // ID and Version are checked: ErrFieldChanged when either moved
+	Date  string
+	// Family is the sensor family of the products (the rows of Date it
+	// replaces); "" means Sentinel-2.
+	Family   string
 	Products []Product // every index ingested, usable or not; usable ones carry Bundle and Digest
 	// Notify builds the §6 payload of the products that are new (content
 	// unlike the stored row's), given the previous usable product of each

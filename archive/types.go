@@ -69,9 +69,15 @@ type Season struct {
 // Unusable products (too little clear sky) are recorded with their cloud
 // cover but have no files and are never served.
 type Product struct {
-	FieldID     int64
-	Index       string
-	Date        string // YYYY-MM-DD (UTC acquisition date)
+	FieldID int64
+	Index   string
+	Date    string // YYYY-MM-DD (UTC acquisition date)
+	// Sensor is the scene's sensor (imagery.Sensor: "sentinel-2a",
+	// "landsat-8", "sentinel-1a", …) and Family its family ("sentinel-2",
+	// "landsat", "sentinel-1"); a field, index and date hold one product
+	// per family. Empty means Sentinel-2 (rows from before sensors).
+	Sensor      string
+	Family      string
 	SceneID     string
 	Usable      bool
 	CloudCover  float64 // percent of field pixels masked
@@ -102,6 +108,9 @@ type ProductQuery struct {
 	Index      string // "" = every index
 	From, To   string // inclusive YYYY-MM-DD bounds; "" = open
 	UsableOnly bool
+	// Family keeps one sensor family's products ("sentinel-2", "landsat",
+	// "sentinel-1"); "" keeps every family.
+	Family string
 }
 
 // Limits are the per-account and per-field caps (ErrInvalid or ErrQuota beyond).

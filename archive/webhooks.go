@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,8 +141,9 @@ func Notification(f Field, changed []Product, prev map[string]Product) webhook.P
 		}
 		mv, prevDate := meanVariation(sp, before)
 		p.Data = append(p.Data, webhook.Update{
-			Index: sp.Index,
-			Date:  webhook.FormatDate(acquired),
+			Index:  sp.Index,
+			Date:   webhook.FormatDate(acquired),
+			Sensor: cmp.Or(sp.Sensor, familyOrDefault(sp.Family)),
 			Content: webhook.Content{
 				Mean: sp.Mean, MeanVariation: mv, PreviousDate: prevDate, Median: sp.Median, Std: sp.Std,
 				Min: sp.Min, Max: sp.Max, P25: sp.P25, P75: sp.P75,

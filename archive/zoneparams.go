@@ -25,6 +25,9 @@ type ZonesParams struct {
 	Prescription zoning.Prescription
 	MinAreaHa    float64 // min_area_ha, default zoning.DefaultMinAreaHa
 	Simplify     float64 // simplify: boundary simplification tolerance in metres, 0 = none
+	// Sensor is the crop-health layers' sensor family (SensorFamily; "" each
+	// index's default; "any" refused: grids differ).
+	Sensor string
 }
 
 // PrescriptionParams are the §4.3 /prescription_maps/get_zones query
@@ -41,6 +44,8 @@ type PrescriptionParams struct {
 	Format       zoning.Format
 	MinAreaHa    float64
 	Simplify     float64
+	// Sensor is the image's sensor family, as ZonesParams.Sensor.
+	Sensor string
 }
 
 // ParseZonesParams reads and validates the §4.1 form values through get
@@ -52,7 +57,7 @@ func ParseZonesParams(get func(key string) string) (ZonesParams, error) {
 }
 
 func parseZonesParams(get func(key string) string) (ZonesParams, error) {
-	var p ZonesParams
+	p := ZonesParams{Sensor: strings.TrimSpace(get("sensor"))}
 	var err error
 	if p.FieldName, err = requiredValue(get, "field_name"); err != nil {
 		return p, err
@@ -98,7 +103,7 @@ func ParsePrescriptionParams(get func(key string) string) (PrescriptionParams, e
 }
 
 func parsePrescriptionParams(get func(key string) string) (PrescriptionParams, error) {
-	var p PrescriptionParams
+	p := PrescriptionParams{Sensor: strings.TrimSpace(get("sensor"))}
 	var err error
 	if p.FieldName, err = requiredValue(get, "field_name"); err != nil {
 		return p, err

@@ -35,9 +35,19 @@ func (a *Archive) RegisteredIndex(u User, f Field, index string) error {
 // do), or the mean over the usable images from StartDate to EndDate.
 // Dates lists what was used.
 func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.LayerSpec) (LayerValues, error) {
+	return a.CropHealthLayerOf(ctx, f, spec, "")
+}
+
+// CropHealthLayerOf is CropHealthLayer from one sensor family (see
+// SensorFamily: "" the index's default). "any" is refused: images of two
+// sensors lie on different grids.
+func (a *Archive) CropHealthLayerOf(ctx context.Context, f Field, spec zoning.LayerSpec, sensor string) (LayerValues, error) {
+	if strings.EqualFold(strings.TrimSpace(sensor), SensorAny) {
+		return LayerValues{}, Invalid("sensor any: zones need the images of one sensor (their pixel grids differ)")
+	}
 	if spec.IsRange() {
 		from, to := spec.StartDate.Format(time.DateOnly), spec.EndDate.Format(time.DateOnly)
-		ps, err := a.UsableProducts(ctx, f, spec.Index, from, to)
+		ps, err := a.UsableProductsOf(ctx, f, spec.Index, sensor, from, to)
 		if err != nil {
 			return LayerValues{}, err
 		}
@@ -46,7 +56,7 @@ func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.Laye
 		}
 		return a.MeanValues(ctx, f, ps)
 	}
-	ps, err := a.UsableProducts(ctx, f, spec.Index, "", "")
+	ps, err := a.UsableProductsOf(ctx, f, spec.Index, sensor, "", "")
 	if err != nil {
 		return LayerValues{}, err
 	}
@@ -62,7 +72,16 @@ func (a *Archive) CropHealthLayer(ctx context.Context, f Field, spec zoning.Laye
 // for seeding the mean over the usable images of the season of the latest
 // one (SeasonRange).
 func (a *Archive) PrescriptionLayer(ctx context.Context, f Field, index string, typ zoning.PrescriptionType, date time.Time) (LayerValues, error) {
-	ps, err := a.UsableProducts(ctx, f, index, "", "")
+	return a.PrescriptionLayerOf(ctx, f, index, typ, date, "")
+}
+
+// PrescriptionLayerOf is PrescriptionLayer from one sensor family (see
+// CropHealthLayerOf).
+func (a *Archive) PrescriptionLayerOf(ctx context.Context, f Field, index string, typ zoning.PrescriptionType, date time.Time, sensor string) (LayerValues, error) {
+	if strings.EqualFold(strings.TrimSpace(sensor), SensorAny) {
+		return LayerValues{}, Invalid("sensor any: zones need the images of one sensor (their pixel grids differ)")
+	}
+	ps, err := a.UsableProductsOf(ctx, f, index, sensor, "", "")
 	if err != nil {
 		return LayerValues{}, err
 	}
@@ -206,7 +225,7 @@ func (a *Archive) VariableRateZones(ctx context.Context, u User, f Field, p Zone
 		if err := a.RegisteredIndex(u, f, spec.Index); err != nil {
 			return ZoneMap{}, err
 		}
-		lv, err := a.CropHealthLayer(ctx, f, spec)
+		lv, err := a.CropHealthLayerOf(ctx, f, spec, p.Sensor)
 		if err != nil {
 			return ZoneMap{}, err
 		}
@@ -241,7 +260,7 @@ func (a *Archive) PrescriptionZones(ctx context.Context, u User, f Field, p Pres
 	if err := a.RegisteredIndex(u, f, p.Index); err != nil {
 		return ZoneMap{}, err
 	}
-	lv, err := a.PrescriptionLayer(ctx, f, p.Index, p.Prescription.Type, p.Date)
+	lv, err := a.PrescriptionLayerOf(ctx, f, p.Index, p.Prescription.Type, p.Date, p.Sensor)
 	if err != nil {
 		return ZoneMap{}, err
 	}

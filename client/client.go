@@ -303,6 +303,10 @@ type DownloadRequest struct {
 	FieldName string
 	Index     string
 	Date      string // YYYY-MM-DD
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // File is a downloaded file.
@@ -344,12 +348,12 @@ func (d DownloadRequest) path(fileType string) string {
 
 // DownloadPNG downloads the image rendered with the index colormap.
 func (c *Client) DownloadPNG(ctx context.Context, d DownloadRequest) (File, error) {
-	return c.file(ctx, request{path: d.path("image"), query: query("field_name", d.FieldName, "date", d.Date)})
+	return c.file(ctx, request{path: d.path("image"), query: query("field_name", d.FieldName, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // DownloadJSON downloads the §2.5 JSON document as bytes.
 func (c *Client) DownloadJSON(ctx context.Context, d DownloadRequest) (File, error) {
-	return c.file(ctx, request{path: d.path("json"), query: query("field_name", d.FieldName, "date", d.Date)})
+	return c.file(ctx, request{path: d.path("json"), query: query("field_name", d.FieldName, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // DownloadReport downloads the §2.5 JSON document decoded; the date served
@@ -368,7 +372,7 @@ func (c *Client) DownloadReport(ctx context.Context, d DownloadRequest) (api.Rep
 
 // DownloadZip downloads both files zipped: <field>_<index>_<YYYYMMDD>.png and .json.
 func (c *Client) DownloadZip(ctx context.Context, d DownloadRequest) (File, error) {
-	return c.file(ctx, request{path: d.path(""), query: query("field_name", d.FieldName, "date", d.Date)})
+	return c.file(ctx, request{path: d.path(""), query: query("field_name", d.FieldName, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // FileEntry is one date with a usable image.
@@ -383,13 +387,17 @@ type ListFilesRequest struct {
 	Index     string
 	StartDate string
 	EndDate   string
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // ListFiles lists the dates with a usable image, per index.
 func (c *Client) ListFiles(ctx context.Context, l ListFilesRequest) (FileList, error) {
 	var out FileList
 	return out, c.call(ctx, request{path: "/files/list",
-		query: query("field_name", l.FieldName, "index", l.Index, "start_date", l.StartDate, "end_date", l.EndDate)}, &out)
+		query: query("field_name", l.FieldName, "index", l.Index, "start_date", l.StartDate, "end_date", l.EndDate, "sensor", l.Sensor)}, &out)
 }
 
 // ValueRequest asks the index value at a location.
@@ -398,6 +406,10 @@ type ValueRequest struct {
 	Index     string
 	Lat, Lon  float64
 	Date      string
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // Value is the answer of Value.
@@ -406,7 +418,7 @@ type Value = api.Value
 // Value returns the index value of the pixel holding (Lat, Lon) and the date used.
 func (c *Client) Value(ctx context.Context, v ValueRequest) (Value, error) {
 	var out Value
-	q := query("field_name", v.FieldName, "index", v.Index, "date", v.Date,
+	q := query("field_name", v.FieldName, "index", v.Index, "date", v.Date, "sensor", v.Sensor,
 		"lat", strconv.FormatFloat(v.Lat, 'g', -1, 64), "lon", strconv.FormatFloat(v.Lon, 'g', -1, 64))
 	return out, c.call(ctx, request{path: "/fields/value", query: q}, &out)
 }
@@ -417,7 +429,7 @@ func (c *Client) Raster(ctx context.Context, d DownloadRequest) (File, error) {
 	if index == "" {
 		index = "ndvi"
 	}
-	return c.file(ctx, request{path: "/rasters/get", query: query("field_name", d.FieldName, "index", index, "date", d.Date)})
+	return c.file(ctx, request{path: "/rasters/get", query: query("field_name", d.FieldName, "index", index, "date", d.Date, "sensor", d.Sensor)})
 }
 
 // Index describes an index the caller may use.
@@ -487,20 +499,24 @@ type HistoryRequest struct {
 	FieldName          string
 	Indices            []string // nil: every index of the field
 	StartDate, EndDate string   // YYYY-MM-DD, inclusive; "" = open
+	// Sensor chooses among one sensor family's images: "" the index's
+	// default (Sentinel-2 for optical indices, Sentinel-1 for radar ones),
+	// "landsat", "sentinel-1", a satellite ("sentinel-2a", …) or "any".
+	Sensor string
 }
 
 // History returns, per index, one row per usable date (GET /fields/history).
 func (c *Client) History(ctx context.Context, h HistoryRequest) (map[string][]HistoryRow, error) {
 	var out api.History
 	err := c.call(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
-		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate)}, &out)
+		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "sensor", h.Sensor)}, &out)
 	return out.Indices, err
 }
 
 // HistoryCSV returns the same history as CSV.
 func (c *Client) HistoryCSV(ctx context.Context, h HistoryRequest) (File, error) {
 	return c.file(ctx, request{path: "/fields/history", query: query("field_name", h.FieldName,
-		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "format", "csv")})
+		"indices", strings.Join(h.Indices, ","), "start_date", h.StartDate, "end_date", h.EndDate, "sensor", h.Sensor, "format", "csv")})
 }
 
 // BoundaryRequest asks the fields in an area of interest.

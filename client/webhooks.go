@@ -24,6 +24,8 @@ type Webhook struct {
 	Disabled       bool      `json:"disabled"`
 	DisabledAt     time.Time `json:"disabled_at,omitzero"`
 	DisabledReason string    `json:"disabled_reason,omitempty"`
+	// Topics are the notifications opted in to beyond §6 (api.EventTopic).
+	Topics []string `json:"topics,omitempty"`
 }
 
 // WebhookDelivery is one notification to one registered URL with every attempt.
@@ -49,6 +51,15 @@ type WebhookDelivery struct {
 func (c *Client) RegisterWebhook(ctx context.Context, url string) (WebhookRegistration, error) {
 	var out WebhookRegistration
 	return out, c.call(ctx, request{path: "/notifications/register_webhook", query: query("url", url)}, &out)
+}
+
+// SetWebhookEvents registers url (as RegisterWebhook does) and opts it in
+// to field-event notifications (api.EventNotification: drops and rises of
+// a field's series, once per event) or out of them. Registrations that
+// never opt in receive only §6 notifications.
+func (c *Client) SetWebhookEvents(ctx context.Context, url string, on bool) (WebhookRegistration, error) {
+	var out WebhookRegistration
+	return out, c.call(ctx, request{path: "/notifications/register_webhook", query: query("url", url, "events", strconv.FormatBool(on))}, &out)
 }
 
 // ListWebhooks lists the caller's registrations, oldest first (no secrets).

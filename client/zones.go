@@ -61,6 +61,9 @@ type VariableRateZonesRequest struct {
 	Files map[string][]byte
 	// Format is "geojson" (default), "shapefile" or "isoxml".
 	Format string
+	// Sensor chooses the crop-health layers' sensor family ("" each
+	// index's default: Sentinel-2 for optical indices).
+	Sensor string
 	// Type is the DOSE rule's prescription type ("" = n_fertilizer) and Rates its rates.
 	Type  string
 	Rates Rates
@@ -112,6 +115,9 @@ func (c *Client) VariableRateZones(ctx context.Context, z VariableRateZonesReque
 	}
 	values := []string{"field_name", z.FieldName, "n_zones", strconv.Itoa(z.NZones), "layers", string(layers),
 		"dst_crs", z.DstCRS, "parcel_geojson", string(z.ParcelGeoJSON), "format", z.Format, "type", z.Type}
+	if z.Sensor != "" {
+		values = append(values, "sensor", z.Sensor)
+	}
 	values = z.Rates.query(values)
 	if z.MinAreaHa != nil {
 		values = append(values, "min_area_ha", strconv.FormatFloat(*z.MinAreaHa, 'g', -1, 64))
@@ -137,13 +143,16 @@ type PrescriptionZonesRequest struct {
 	DstCRS string // "" = 4326
 	Format string // "geojson" (default), "shapefile" or "isoxml"
 	Rates  Rates
+	// Sensor chooses the image's sensor family ("" the index's default:
+	// Sentinel-2 for optical indices; "landsat", "sentinel-1").
+	Sensor string
 }
 
 // PrescriptionZones computes fertilizer or seeding zones of one index
 // (§4.3 /prescription_maps/get_zones).
 func (c *Client) PrescriptionZones(ctx context.Context, p PrescriptionZonesRequest) (Zones, error) {
 	kv := []string{"field_name", p.FieldName, "type", p.Type, "n_zones", strconv.Itoa(p.NZones), "index", p.Index,
-		"date", p.Date, "dst_crs", p.DstCRS, "format", p.Format}
+		"date", p.Date, "dst_crs", p.DstCRS, "format", p.Format, "sensor", p.Sensor}
 	return c.zones(ctx, request{path: "/prescription_maps/get_zones", query: query(p.Rates.query(kv)...)})
 }
 

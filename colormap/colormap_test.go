@@ -217,3 +217,22 @@ func TestJSON(t *testing.T) {
 	}
 	require.Error(t, json.Unmarshal([]byte(`{"scale":"#000000"}`), &back))
 }
+
+func TestRadarColormaps(t *testing.T) {
+	for _, tt := range []struct {
+		index       string
+		start, stop float64
+	}{{"vv", -25, 0}, {"vh", -30, -5}, {"vh_vv", -15, 0}, {"rvi", 0, 1}} {
+		c, err := Lookup(tt.index, [2]float64{0, 1})
+		require.NoError(t, err, tt.index)
+		assert.Equal(t, tt.start, c.Start, tt.index)
+		assert.Equal(t, tt.stop, c.Stop, tt.index)
+		assert.Equal(t, tt.index, c.Index)
+		_, spec := ForIndex(tt.index)
+		assert.False(t, spec, "radar maps are not the spec's")
+	}
+	assert.Equal(t, []string{"vv", "vh", "vh_vv", "rvi"}, RadarNames())
+	vv, _ := ForRadarIndex("vv")
+	assert.Equal(t, color.RGBA{0x44, 0x01, 0x54, 0xff}, vv.Color(-40), "below the range: first colour")
+	assert.Equal(t, color.RGBA{0xfd, 0xe7, 0x25, 0xff}, vv.Color(3), "above the range: last colour")
+}

@@ -1,8 +1,14 @@
-// Package imagery turns Sentinel-2 scenes into per-field index products:
+// Package imagery turns satellite scenes into per-field index products:
 // it opens a scene (a folder of single-band GeoTIFFs or a STAC item, local
 // or over HTTP), reads only the pixels under a field, masks clouds and
-// no-data, computes vegetation indices from a catalogue and summarises them
-// with the statistics of the interface spec (§2.5).
+// no-data, computes indices from a catalogue and summarises them with the
+// statistics of the interface spec (§2.5).
+//
+// A scene has a Sensor: Sentinel-2 (the reference), Landsat 8/9 Collection 2
+// Level-2 (served under the Sentinel-2 band names after HLS's bandpass
+// adjustment, masked by QA_PIXEL) or Sentinel-1 (VV/VH backscatter as linear
+// power, no cloud mask; dB indices averaged in linear power). Each Index
+// says which sensor families it applies to (docs/sensors.md).
 //
 // The flow for one field and one date:
 //

@@ -13,6 +13,9 @@ var (
 	ErrUnknownIndex = errors.New("unknown index")
 	// ErrMissingBand: the scene lacks a band an index needs.
 	ErrMissingBand = errors.New("band missing from scene")
+	// ErrSensorMismatch: the index does not apply to the scene's sensor
+	// (an optical index on a radar scene, a red-edge index on Landsat, …).
+	ErrSensorMismatch = errors.New("index does not apply to the scene's sensor")
 	// ErrNoDate: no acquisition date in the scene's metadata, its folder
 	// name or SceneOptions.Date.
 	ErrNoDate = errors.New("scene has no acquisition date")

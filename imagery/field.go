@@ -32,8 +32,9 @@ type FieldRaster struct {
 	OutsidePixels int
 	// Clear marks pixels the scene mask does not flag (all true without a mask).
 	Clear []bool
-	// Bands holds each requested band's reflectance, NaN where the band has
-	// no data (DN 0 or the file's nodata value) or lies outside the band's extent.
+	// Bands holds each requested band's reflectance (radar bands: linear
+	// backscatter power), NaN where the band has no data (DN 0 or the
+	// file's nodata value) or lies outside the band's extent.
 	Bands map[string][]float64
 }
 
@@ -320,6 +321,7 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 	}
 	if rs.identity() { // same grid as the scene: convert in place
 		cv.convert(dn, dn)
+		b.finish(dn)
 		return dn, nil
 	}
 	nan := math.NaN()
@@ -342,8 +344,32 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		}
 		cv.convert(line, line)
 	}
+	b.finish(out)
 	return out, nil
 }
+
+// finish turns scaled values into what indices use: linear power for a
+// radar band in dB, MSI-equivalent reflectance for a Landsat band.
+func (b *band) finish(v []float64) {
+	switch {
+	case b.decibel:
+		toLinear(v)
+	case b.landsat:
+		b.hls.harmonize(v)
+	}
+}
+
+// toLinear turns dB values into linear power, 10^(v/10), in place (NaN
+// stays NaN), as e^(v·ln10/10): math.Exp is several times faster than
+// math.Pow and agrees to an ulp or two.
+func toLinear(v []float64) {
+	for i, x := range v {
+		v[i] = math.Exp(x * dBToLn)
+	}
+}
+
+// dBToLn is ln(10)/10: 10^(x/10) = e^(x·dBToLn).
+const dBToLn = math.Ln10 / 10
 
 // dnConverter turns digital numbers into reflectance: (DN + add) / divisor
 // when the scale is the inverse of an integer, else (DN + add) · scale; NaN
@@ -416,9 +442,12 @@ func (s *Scene) readMask(ctx context.Context, target geo.Grid) ([]bool, error) {
 				continue
 			}
 			v := srcLine[sc]
-			if s.maskSCL {
+			switch s.maskKind {
+			case qaSCL:
 				line[c] = v >= 0 && v < 256 && !s.maskedAs[int(v)]
-			} else {
+			case qaLandsatC1, qaLandsatC2:
+				line[c] = landsatUsable(s.maskKind, v)
+			default:
 				line[c] = v != 1
 			}
 		}

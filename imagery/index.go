@@ -16,8 +16,25 @@ type Index struct {
 	Formula string
 	// Source cites where the index comes from.
 	Source string
-	// Bands lists the Sentinel-2 bands Compute receives, in order ("B04", "B08", "B8A", …).
+	// Bands lists the bands Compute receives, in order: Sentinel-2 band
+	// names ("B04", "B08", "B8A", …; a Landsat scene serves B02, B03, B04,
+	// B08, B8A, B11 and B12 after its bandpass adjustment) or the radar
+	// polarisations "VV" and "VH" (linear power), never both kinds.
 	Bands []string
+	// Sensors lists the sensor families the index applies to. Register
+	// fills it when empty: sentinel-1 for radar bands, else sentinel-2, and
+	// landsat too when a Landsat scene serves every band.
+	Sensors []Family
+	// Decibel marks an index whose values are 10·log10 of a linear
+	// quantity (radar backscatter or a ratio of two): its mean is then
+	// 10·log10 of the mean of the linear values (speckle-correct
+	// averaging); median, percentiles, min and max are order statistics of
+	// the dB values and std their population standard deviation.
+	Decibel bool
+	// Linear, optional for a Decibel index, writes the per-pixel linear
+	// quantity whose mean the index's mean is (VV, VH, VH/VV) from the same
+	// inputs as Compute; without it the dB values are converted back.
+	Linear func(b [][]float64, out []float64)
 	// Range is the index's usual span [low, high], used to stretch a colour
 	// ramp when the index has no colormap of its own.
 	Range [2]float64
@@ -58,17 +75,76 @@ func (c *Catalogue) Register(ix Index) error {
 	if len(ix.Bands) == 0 {
 		return fmt.Errorf("register index %q: no bands", ix.Name)
 	}
+	radar := 0
 	for _, b := range ix.Bands {
-		if !isReflectanceBand(b) {
-			return fmt.Errorf("register index %q: unknown band %q (want B01…B12 or B8A)", ix.Name, b)
+		switch {
+		case isRadarBand(b):
+			radar++
+		case !isReflectanceBand(b):
+			return fmt.Errorf("register index %q: unknown band %q (want B01…B12, B8A, VV or VH)", ix.Name, b)
 		}
 	}
+	if radar > 0 && radar != len(ix.Bands) {
+		return fmt.Errorf("register index %q: bands %v mix radar and optical", ix.Name, ix.Bands)
+	}
+	if len(ix.Sensors) == 0 {
+		ix.Sensors = defaultFamilies(ix.Bands)
+	}
+	for _, f := range ix.Sensors {
+		switch {
+		case f != FamilySentinel1 && f != FamilySentinel2 && f != FamilyLandsat:
+			return fmt.Errorf("register index %q: unknown sensor family %q", ix.Name, f)
+		case (f == FamilySentinel1) != (radar > 0):
+			return fmt.Errorf("register index %q: sensor %s cannot serve bands %v", ix.Name, f, ix.Bands)
+		case f == FamilyLandsat && !landsatServes(ix.Bands):
+			return fmt.Errorf("register index %q: a Landsat scene has no equivalent of every band of %v", ix.Name, ix.Bands)
+		}
+	}
+	ix.Sensors = slices.Clone(ix.Sensors)
 	if c.byName == nil {
 		c.byName = make(map[string]Index)
 	}
 	ix.Bands = slices.Clone(ix.Bands)
 	c.byName[ix.Name] = ix
 	return nil
+}
+
+// defaultFamilies is the sensors an index over bands applies to when its
+// author does not say.
+func defaultFamilies(bands []string) []Family {
+	if len(bands) > 0 && isRadarBand(bands[0]) {
+		return []Family{FamilySentinel1}
+	}
+	if landsatServes(bands) {
+		return []Family{FamilySentinel2, FamilyLandsat}
+	}
+	return []Family{FamilySentinel2}
+}
+
+// landsatServes reports whether a Landsat scene has every band (in
+// Sentinel-2 names, after the bandpass adjustment).
+func landsatServes(bands []string) bool {
+	for _, b := range bands {
+		if !slices.Contains(landsatBandNames(), b) {
+			return false
+		}
+	}
+	return true
+}
+
+// AppliesTo reports whether the index can be computed on scenes of the sensor.
+func (ix Index) AppliesTo(s Sensor) bool { return slices.Contains(ix.Sensors, s.Family()) }
+
+// ForSensor keeps the names of indices that apply to the sensor, in order
+// (unknown names are dropped).
+func (c *Catalogue) ForSensor(s Sensor, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if ix, ok := c.byName[n]; ok && ix.AppliesTo(s) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Lookup returns the index called name.
@@ -107,23 +183,36 @@ func normalizedDifference(b [][]float64, out []float64) {
 	}
 }
 
+func optical() []Family       { return []Family{FamilySentinel2, FamilyLandsat} }
+func sentinel2Only() []Family { return []Family{FamilySentinel2} }
+func radar() []Family         { return []Family{FamilySentinel1} }
+
+// decibels writes 10·log10 of each value of lin into out.
+func decibels(lin, out []float64) {
+	lin = lin[:len(out)]
+	for i := range out {
+		out[i] = 10 * math.Log10(lin[i])
+	}
+}
+
 // Builtins returns the built-in indices: the eight of the interface spec
-// (ndvi, ndwi, chi, ndre, savi, lai, evi, nirv) and gndvi, msavi2, osavi,
-// cigreen and ndmi.
+// (ndvi, ndwi, chi, ndre, savi, lai, evi, nirv), gndvi, msavi2, osavi,
+// cigreen and ndmi (Sentinel-2; all but chi and ndre Landsat too), and the
+// Sentinel-1 radar indices vv, vh, vh_vv (dB) and rvi.
 func Builtins() []Index {
 	return []Index{
 		{
-			Name: "ndvi", Range: [2]float64{0, 1}, Formula: "(B08−B04)/(B08+B04)", Bands: []string{"B08", "B04"},
+			Name: "ndvi", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "(B08−B04)/(B08+B04)", Bands: []string{"B08", "B04"},
 			Source:  "Rouse et al. 1974, Monitoring vegetation systems in the Great Plains with ERTS",
 			Compute: normalizedDifference,
 		},
 		{
-			Name: "ndwi", Range: [2]float64{0, 1}, Formula: "(B08−B11)/(B08+B11)", Bands: []string{"B08", "B11"},
+			Name: "ndwi", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "(B08−B11)/(B08+B11)", Bands: []string{"B08", "B11"},
 			Source:  "Gao 1996, NDWI: a normalized difference water index for remote sensing of vegetation liquid water (canopy water: high = wet)",
 			Compute: normalizedDifference,
 		},
 		{
-			Name: "chi", Range: [2]float64{0, 3}, Formula: "B08/B05 − 1", Bands: []string{"B08", "B05"},
+			Name: "chi", Sensors: sentinel2Only(), Range: [2]float64{0, 3}, Formula: "B08/B05 − 1", Bands: []string{"B08", "B05"},
 			Source: "Gitelson et al. 2003, red-edge chlorophyll index CI_red-edge",
 			Compute: func(b [][]float64, out []float64) {
 				nir, re := b[0][:len(out)], b[1][:len(out)]
@@ -133,12 +222,12 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "ndre", Range: [2]float64{0, 1}, Formula: "(B08−B05)/(B08+B05)", Bands: []string{"B08", "B05"},
+			Name: "ndre", Sensors: sentinel2Only(), Range: [2]float64{0, 1}, Formula: "(B08−B05)/(B08+B05)", Bands: []string{"B08", "B05"},
 			Source:  "Barnes et al. 2000, normalized difference red edge",
 			Compute: normalizedDifference,
 		},
 		{
-			Name: "savi", Range: [2]float64{0, 1}, Formula: "1.428·(B08−B04)/(B08+B04+0.428)", Bands: []string{"B08", "B04"},
+			Name: "savi", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "1.428·(B08−B04)/(B08+B04+0.428)", Bands: []string{"B08", "B04"},
 			Source: "Huete 1988, soil-adjusted vegetation index with L = 0.428",
 			Compute: func(b [][]float64, out []float64) {
 				nir, red := b[0][:len(out)], b[1][:len(out)]
@@ -148,7 +237,7 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "lai", Range: [2]float64{1, 7}, Formula: "10.22·(B08 − 0.460·B04) + 0.4768", Bands: []string{"B08", "B04"},
+			Name: "lai", Sensors: optical(), Range: [2]float64{1, 7}, Formula: "10.22·(B08 − 0.460·B04) + 0.4768", Bands: []string{"B08", "B04"},
 			Source: "leaf area index, linear in the weighted difference vegetation index WDVI (Clevers 1989)",
 			Compute: func(b [][]float64, out []float64) {
 				nir, red := b[0][:len(out)], b[1][:len(out)]
@@ -158,7 +247,7 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "evi", Range: [2]float64{0, 1}, Formula: "2.5·(B08−B04)/(B08+6·B04−7.5·B02+1)", Bands: []string{"B08", "B04", "B02"},
+			Name: "evi", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "2.5·(B08−B04)/(B08+6·B04−7.5·B02+1)", Bands: []string{"B08", "B04", "B02"},
 			Source: "Huete et al. 2002, enhanced vegetation index (MODIS)",
 			Compute: func(b [][]float64, out []float64) {
 				nir, red, blue := b[0][:len(out)], b[1][:len(out)], b[2][:len(out)]
@@ -168,7 +257,7 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "nirv", Range: [2]float64{100, 2000}, Formula: "ndvi·B08·10000", Bands: []string{"B08", "B04"},
+			Name: "nirv", Sensors: optical(), Range: [2]float64{100, 2000}, Formula: "ndvi·B08·10000", Bands: []string{"B08", "B04"},
 			Source: "Badgley et al. 2017, near-infrared reflectance of vegetation, in DN units (×10000)",
 			Compute: func(b [][]float64, out []float64) {
 				nir, red := b[0][:len(out)], b[1][:len(out)]
@@ -178,12 +267,12 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "gndvi", Range: [2]float64{0, 1}, Formula: "(B08−B03)/(B08+B03)", Bands: []string{"B08", "B03"},
+			Name: "gndvi", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "(B08−B03)/(B08+B03)", Bands: []string{"B08", "B03"},
 			Source:  "Gitelson et al. 1996, green normalized difference vegetation index",
 			Compute: normalizedDifference,
 		},
 		{
-			Name: "msavi2", Range: [2]float64{0, 1}, Formula: "(2·B08+1−√((2·B08+1)²−8·(B08−B04)))/2", Bands: []string{"B08", "B04"},
+			Name: "msavi2", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "(2·B08+1−√((2·B08+1)²−8·(B08−B04)))/2", Bands: []string{"B08", "B04"},
 			Source: "Qi et al. 1994, modified soil-adjusted vegetation index",
 			Compute: func(b [][]float64, out []float64) {
 				nir, red := b[0][:len(out)], b[1][:len(out)]
@@ -194,7 +283,7 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "osavi", Range: [2]float64{0, 1}, Formula: "(B08−B04)/(B08+B04+0.16)", Bands: []string{"B08", "B04"},
+			Name: "osavi", Sensors: optical(), Range: [2]float64{0, 1}, Formula: "(B08−B04)/(B08+B04+0.16)", Bands: []string{"B08", "B04"},
 			Source: "Rondeaux et al. 1996, optimized soil-adjusted vegetation index",
 			Compute: func(b [][]float64, out []float64) {
 				nir, red := b[0][:len(out)], b[1][:len(out)]
@@ -204,7 +293,7 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "cigreen", Range: [2]float64{0, 8}, Formula: "B08/B03 − 1", Bands: []string{"B08", "B03"},
+			Name: "cigreen", Sensors: optical(), Range: [2]float64{0, 8}, Formula: "B08/B03 − 1", Bands: []string{"B08", "B03"},
 			Source: "Gitelson et al. 2003, green chlorophyll index",
 			Compute: func(b [][]float64, out []float64) {
 				nir, green := b[0][:len(out)], b[1][:len(out)]
@@ -214,9 +303,47 @@ func Builtins() []Index {
 			},
 		},
 		{
-			Name: "ndmi", Range: [2]float64{-0.2, 0.6}, Formula: "(B8A−B11)/(B8A+B11)", Bands: []string{"B8A", "B11"},
+			Name: "ndmi", Sensors: optical(), Range: [2]float64{-0.2, 0.6}, Formula: "(B8A−B11)/(B8A+B11)", Bands: []string{"B8A", "B11"},
 			Source:  "Wilson & Sader 2002, normalized difference moisture index (narrow NIR)",
 			Compute: normalizedDifference,
+		},
+		{
+			Name: "vv", Sensors: radar(), Decibel: true, Range: [2]float64{-25, 0}, Formula: "10·log10(VV)", Bands: []string{"VV"},
+			Source:  "Sentinel-1 co-polarised backscatter (σ0 or γ0) in dB",
+			Compute: func(b [][]float64, out []float64) { decibels(b[0], out) },
+			Linear:  func(b [][]float64, out []float64) { copy(out, b[0]) },
+		},
+		{
+			Name: "vh", Sensors: radar(), Decibel: true, Range: [2]float64{-30, -5}, Formula: "10·log10(VH)", Bands: []string{"VH"},
+			Source:  "Sentinel-1 cross-polarised backscatter (σ0 or γ0) in dB",
+			Compute: func(b [][]float64, out []float64) { decibels(b[0], out) },
+			Linear:  func(b [][]float64, out []float64) { copy(out, b[0]) },
+		},
+		{
+			Name: "vh_vv", Sensors: radar(), Decibel: true, Range: [2]float64{-15, 0}, Formula: "10·log10(VH/VV)", Bands: []string{"VH", "VV"},
+			Source: "cross-polarisation ratio in dB, per pixel from linear power (Vreugdenhil et al. 2018, Sensitivity of Sentinel-1 backscatter to vegetation dynamics)",
+			Compute: func(b [][]float64, out []float64) {
+				vh, vv := b[0][:len(out)], b[1][:len(out)]
+				for i := range out {
+					out[i] = 10 * math.Log10(vh[i]/vv[i])
+				}
+			},
+			Linear: func(b [][]float64, out []float64) {
+				vh, vv := b[0][:len(out)], b[1][:len(out)]
+				for i := range out {
+					out[i] = vh[i] / vv[i]
+				}
+			},
+		},
+		{
+			Name: "rvi", Sensors: radar(), Range: [2]float64{0, 1}, Formula: "4·VH/(VV+VH)", Bands: []string{"VV", "VH"},
+			Source: "dual-polarisation radar vegetation index from linear power (Trudel et al. 2012; Nasirzadehdizaji et al. 2019)",
+			Compute: func(b [][]float64, out []float64) {
+				vv, vh := b[0][:len(out)], b[1][:len(out)]
+				for i := range out {
+					out[i] = 4 * vh[i] / (vv[i] + vh[i])
+				}
+			},
 		},
 	}
 }

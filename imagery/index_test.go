@@ -9,7 +9,9 @@ import (
 )
 
 // One synthetic vegetated pixel, reflectance per band.
-var pixel = map[string]float64{"B02": 0.05, "B03": 0.08, "B04": 0.04, "B05": 0.1, "B08": 0.4, "B8A": 0.38, "B11": 0.2}
+// VV and VH are linear backscatter power (−10 dB and −20 dB).
+var pixel = map[string]float64{"B02": 0.05, "B03": 0.08, "B04": 0.04, "B05": 0.1, "B08": 0.4, "B8A": 0.38, "B11": 0.2,
+	"VV": 0.1, "VH": 0.01}
 
 func TestBuiltinFormulas(t *testing.T) {
 	// Hand-computed from the formulas with the pixel above.
@@ -27,6 +29,10 @@ func TestBuiltinFormulas(t *testing.T) {
 		"osavi":   0.6,                     // 0.36/(0.44+0.16)
 		"cigreen": 4,                       // 0.4/0.08 − 1
 		"ndmi":    0.18 / 0.58,             // (0.38−0.2)/(0.38+0.2)
+		"vv":      -10,                     // 10·log10(0.1)
+		"vh":      -20,                     // 10·log10(0.01)
+		"vh_vv":   -10,                     // 10·log10(0.01/0.1)
+		"rvi":     0.04 / 0.11,             // 4·0.01/(0.1+0.01)
 	}
 	cat := NewCatalogue()
 	require.ElementsMatch(t, cat.Names(), keys(want))
@@ -117,5 +123,66 @@ func BenchmarkIndexAndStats(b *testing.B) {
 		if _, err := fr.Product(ix); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestIndexSensors(t *testing.T) {
+	cat := NewCatalogue()
+	for _, tt := range []struct {
+		index   string
+		sensors []Family
+		decibel bool
+	}{
+		{"ndvi", []Family{FamilySentinel2, FamilyLandsat}, false},
+		{"ndmi", []Family{FamilySentinel2, FamilyLandsat}, false},
+		{"chi", []Family{FamilySentinel2}, false},
+		{"ndre", []Family{FamilySentinel2}, false},
+		{"vv", []Family{FamilySentinel1}, true},
+		{"vh", []Family{FamilySentinel1}, true},
+		{"vh_vv", []Family{FamilySentinel1}, true},
+		{"rvi", []Family{FamilySentinel1}, false},
+	} {
+		ix, ok := cat.Lookup(tt.index)
+		require.True(t, ok)
+		assert.Equal(t, tt.sensors, ix.Sensors, tt.index)
+		assert.Equal(t, tt.decibel, ix.Decibel, tt.index)
+	}
+	noop := func([][]float64, []float64) {}
+	require.NoError(t, cat.Register(Index{Name: "red_edge2", Bands: []string{"B06"}, Compute: noop}))
+	ix, _ := cat.Lookup("red_edge2")
+	assert.Equal(t, []Family{FamilySentinel2}, ix.Sensors, "a band Landsat lacks: Sentinel-2 only")
+	require.NoError(t, cat.Register(Index{Name: "green_red", Bands: []string{"B03", "B04"}, Compute: noop}))
+	ix, _ = cat.Lookup("green_red")
+	assert.Equal(t, []Family{FamilySentinel2, FamilyLandsat}, ix.Sensors)
+	require.NoError(t, cat.Register(Index{Name: "vh_lin", Bands: []string{"VH"}, Compute: noop}))
+	ix, _ = cat.Lookup("vh_lin")
+	assert.Equal(t, []Family{FamilySentinel1}, ix.Sensors)
+	assert.ErrorContains(t, cat.Register(Index{Name: "mixed", Bands: []string{"VH", "B04"}, Compute: noop}), "mix radar and optical")
+	assert.ErrorContains(t, cat.Register(Index{Name: "bad", Bands: []string{"B05"}, Sensors: []Family{FamilyLandsat}, Compute: noop}), "no equivalent")
+	assert.ErrorContains(t, cat.Register(Index{Name: "bad", Bands: []string{"VV"}, Sensors: []Family{FamilySentinel2}, Compute: noop}), "cannot serve")
+}
+
+func TestParseSensor(t *testing.T) {
+	for in, want := range map[string]Sensor{
+		"sentinel-2a": Sentinel2A, "Sentinel-2B": Sentinel2B, "S2C": Sentinel2C, "SENTINEL_1A": Sentinel1A,
+		"sentinel-1": Sentinel1, "LANDSAT_8": Landsat8, "landsat-9": Landsat9, "LC09": Landsat9, "LC08": Landsat8, "landsat": Landsat,
+	} {
+		got, ok := ParseSensor(in)
+		assert.True(t, ok, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "sentinel-3a", "landsat-7", "modis"} {
+		_, ok := ParseSensor(bad)
+		assert.False(t, ok, bad)
+	}
+	for in, want := range map[string]Sensor{
+		"Sentinel-1 GRD IW sigma0 (Google Earth Engine COPERNICUS/S1_GRD) via WorldCereal": Sentinel1,
+		"Landsat 8 Collection 1 Tier 1 surface reflectance":                                Landsat8,
+		"S2B_MSIL2A_20240419T095549_R122_T47XML_20240419T123458":                           Sentinel2B,
+		"LC09_L2SP_089090_20240417_02_T1":                                                  Landsat9,
+		"S1A_IW_GRDH_1SDV_20240419T045904":                                                 Sentinel1A,
+		"Sentinel-2 L2A (Sen2Cor BOA) via Google Earth Engine":                             Sentinel2,
+	} {
+		assert.Equal(t, want, sensorFromText(in), in)
 	}
 }

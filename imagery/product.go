@@ -15,6 +15,8 @@ import (
 type Product struct {
 	Index string
 	Date  time.Time
+	// Sensor is the sensor of the scene the product comes from.
+	Sensor Sensor
 	// Grid is the field window's grid in the scene CRS; Values has Grid.Cols·Grid.Rows entries.
 	Grid geo.Grid
 	// Values holds the index per pixel, row-major, rows north to south; NaN
@@ -47,6 +49,11 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 	if err != nil {
 		return nil, err
 	}
+	for _, ix := range idx {
+		if !ix.AppliesTo(s.sensor) {
+			return nil, fmt.Errorf("%w: %s applies to %v, scene %s is %s", ErrSensorMismatch, ix.Name, ix.Sensors, s.id, s.sensor)
+		}
+	}
 	fr, release, err := s.readProjected(ctx, field, bands, len(idx))
 	if err != nil {
 		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
@@ -62,6 +69,7 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 			continue
 		}
 		p.Date = s.date
+		p.Sensor = s.sensor
 		out = append(out, p)
 	}
 	if len(out) == 0 {
@@ -111,9 +119,24 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 	}
 	values := make([]float64, n)
 	ix.Compute(in, values)
+	// A dB index's mean is that of the linear quantity, over the same pixels.
+	var linear []float64
+	if ix.Decibel {
+		linear = make([]float64, n)
+		if ix.Linear != nil {
+			ix.Linear(in, linear)
+		} else {
+			copy(linear, values)
+			toLinear(linear)
+		}
+	}
 	// The field's pixels beyond the scene have no data: not clear.
 	masked := fr.OutsidePixels
 	clear := make([]float64, 0, fr.FieldPixels-fr.OutsidePixels)
+	var linearSum []float64
+	if linear != nil {
+		linearSum = make([]float64, 0, cap(clear))
+	}
 	for i, v := range values {
 		if !fr.InField[i] {
 			values[i] = math.NaN()
@@ -136,8 +159,14 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 			continue
 		}
 		clear = append(clear, v)
+		if linear != nil {
+			linearSum = append(linearSum, linear[i])
+		}
 	}
 	st := statsOf(clear)
+	if ix.Decibel && st.Num > 0 {
+		st.Mean = 10 * math.Log10(pairwiseSum(linearSum)/float64(len(linearSum)))
+	}
 	st.FieldPixels = fr.FieldPixels
 	if fr.FieldPixels > 0 {
 		st.CloudCover = 100 * float64(masked) / float64(fr.FieldPixels)

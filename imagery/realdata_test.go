@@ -143,7 +143,7 @@ func TestAgainstReferenceScript(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, want.Window, [4]int{fr.Window.Col, fr.Window.Row, fr.Window.Cols, fr.Window.Rows})
 				assert.Equal(t, want.FieldPixels, fr.FieldPixels)
-				require.Len(t, want.Indices, len(cat.Names()))
+				require.Len(t, want.Indices, len(cat.ForSensor(Sentinel2, cat.Names())))
 				for ixName, w := range want.Indices {
 					ix, ok := cat.Lookup(ixName)
 					require.True(t, ok, ixName)

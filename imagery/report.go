@@ -22,7 +22,7 @@ import (
 //	 "mean":…,"median":…,"std":…,"min":…,"max":…,"p25":…,"p75":…,"num":…,
 //	 "mean_variation":0,"previous_date":null,"date":"2019-06-20","field_pixels":…,"cloud_cover":…}
 //
-// date, field_pixels and cloud_cover go beyond the spec; statistics that are
+// date, field_pixels, cloud_cover and sensor go beyond the spec; statistics that are
 // not finite (no usable pixel) are written as null. Statistics keep full
 // float64 precision; pixel values are rounded to 6 decimals.
 type Report struct {
@@ -42,6 +42,8 @@ type Report struct {
 	// for the first image: previous_date null).
 	PreviousDate string
 	Date         time.Time
+	// Sensor is the product's sensor, written as "sensor" when set.
+	Sensor Sensor
 }
 
 // NewReport builds the report of p. prevMean is the mean of the previous
@@ -51,7 +53,7 @@ func NewReport(p Product, prevMean *float64) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("report %s: %w", p.Index, err)
 	}
-	r := Report{Index: p.Index, Bounds: b, Cols: p.Grid.Cols, Rows: p.Grid.Rows, Values: p.Values, Stats: p.Stats, Date: p.Date}
+	r := Report{Index: p.Index, Bounds: b, Cols: p.Grid.Cols, Rows: p.Grid.Rows, Values: p.Values, Stats: p.Stats, Date: p.Date, Sensor: p.Sensor}
 	if prevMean != nil {
 		if mv := MeanVariation(p.Stats.Mean, *prevMean); !math.IsNaN(mv) && !math.IsInf(mv, 0) {
 			r.MeanVariation = &mv
@@ -144,6 +146,10 @@ func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(r.Stats.FieldPixels), 10)
 	b = append(b, `,"cloud_cover":`...)
 	b = appendNumber(b, r.Stats.CloudCover)
+	if r.Sensor != "" {
+		b = append(b, `,"sensor":`...)
+		b = strconv.AppendQuote(b, string(r.Sensor))
+	}
 	b = append(b, '}')
 	return b, nil
 }
@@ -258,7 +264,7 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	}
 	*r = Report{Index: doc.Index, Bounds: doc.Bounds, Cols: doc.Cols, Rows: doc.Rows, Values: doc.Values,
 		Stats: Stats{Mean: doc.Mean, Median: doc.Median, Std: doc.Std, Min: doc.Min, Max: doc.Max, P25: doc.P25, P75: doc.P75,
-			Num: doc.Num, FieldPixels: doc.FieldPixels, CloudCover: doc.CloudCover}}
+			Num: doc.Num, FieldPixels: doc.FieldPixels, CloudCover: doc.CloudCover}, Sensor: Sensor(doc.Sensor)}
 	if doc.Date != "" {
 		t, err := time.Parse(time.DateOnly, doc.Date)
 		if err != nil {

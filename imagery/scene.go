@@ -65,8 +65,9 @@ type Scene struct {
 	grid     geo.Grid
 	bands    map[string]*band // reflectance bands by name (B02, B8A, …)
 	mask     *band            // SCL or CLM, nil when the scene has neither
-	maskSCL  bool             // mask is SCL (else CLM)
+	maskKind qaKind           // how the mask's values read
 	maskedAs [256]bool        // mask value → masked
+	sensor   Sensor
 	cache    *tileCache
 	maxPix   int64   // per field window, ≤ 0 for none
 	budget   *Budget // never nil
@@ -93,6 +94,14 @@ type band struct {
 	harmonized bool
 	// epsg is the item's proj:code/proj:epsg, used only when the file has no EPSG code.
 	epsg int
+	// landsat: an OLI band served under a Sentinel-2 name: Collection 2
+	// scaling (Collection 1 when landsatC1) unless explicitScale, then the
+	// inverse HLS bandpass adjustment hls.
+	landsat, landsatC1 bool
+	hls                hlsAdjust
+	// decibel: the band's values (after scaling) are dB, read as linear power 10^(v/10).
+	// Set for radar bands from VALUE_UNIT unless explicitScale.
+	decibel bool
 
 	once   sync.Once
 	err    error
@@ -183,12 +192,16 @@ func newScene(ctx context.Context, src string, isURL bool, opts SceneOptions, lo
 }
 
 // bandFileName matches the band files of a scene folder.
-var bandFileName = regexp.MustCompile(`^(B0[1-9]|B1[0-2]|B8A|SCL|CLM)\.(tif|tiff|TIF|TIFF)$`)
+var bandFileName = regexp.MustCompile(`^(B0[1-9]|B1[0-2]|B8A|SCL|CLM|VV|VH)\.(tif|tiff|TIF|TIFF)$`)
 
 func (s *Scene) loadFolder(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
+	}
+	if isLandsatFolder(entries) {
+		s.loadLandsatFolder(dir, entries)
+		entries = nil
 	}
 	for _, e := range entries {
 		m := bandFileName.FindStringSubmatch(strings.ToUpper(e.Name()))
@@ -208,7 +221,7 @@ func (s *Scene) loadFolder(dir string) error {
 func (s *Scene) addBand(b *band) {
 	switch b.name {
 	case "SCL":
-		s.mask, s.maskSCL = b, true
+		s.mask, s.maskKind = b, qaSCL
 	case "CLM":
 		if s.mask == nil {
 			s.mask = b
@@ -224,15 +237,24 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 		// An item whose bands all exist only in unreadable assets says why.
 		names := append([]string{"B04", "B08", "B02", "B03"}, slices.Sorted(maps.Keys(s.unreadable))...)
 		for _, name := range names {
-			if e, ok := s.unreadable[name]; ok && name != "SCL" && name != "CLM" {
+			if e, ok := s.unreadable[name]; ok && name != "SCL" && name != "CLM" && name != "QA_PIXEL" {
 				return fmt.Errorf("no readable band: %w", e)
 			}
 		}
-		return errors.New("no reflectance band (B01…B12, B8A) found")
+		return errors.New("no band found (reflectance B01…B12, B8A, or radar VV, VH)")
+	}
+	radar := 0
+	for name := range s.bands {
+		if isRadarBand(name) {
+			radar++
+		}
+	}
+	if radar > 0 && radar != len(s.bands) {
+		return fmt.Errorf("scene mixes radar bands (VV, VH) with optical bands %v", s.Bands())
 	}
 	if s.mask == nil {
 		// Reading without the mask the item names would count clouds.
-		for _, name := range []string{"SCL", "CLM"} {
+		for _, name := range []string{"SCL", "CLM", "QA_PIXEL"} {
 			if e, ok := s.unreadable[name]; ok {
 				return fmt.Errorf("mask: %w", e)
 			}
@@ -263,12 +285,35 @@ func (s *Scene) init(ctx context.Context, itemDate time.Time, src string, fallba
 	}
 	s.grid = ref.grid
 	if s.grid.EPSG == 0 {
+		if isRadarBand(ref.name) {
+			return fmt.Errorf("band %s has no EPSG code: radar geometry (no map projection) is not supported; use terrain-corrected (RTC) backscatter", ref.name)
+		}
 		return fmt.Errorf("band %s has no EPSG code", ref.name)
 	}
 	if s.mask != nil {
 		if err := s.open(ctx, s.mask); err != nil {
 			return err
 		}
+	}
+	if s.sensor == "" {
+		s.sensor = sensorFromMetadata(ref.file.Metadata())
+	}
+	landsat := ref.landsat
+	if s.sensor == "" {
+		switch {
+		case radar > 0:
+			s.sensor = Sentinel1
+		case landsat:
+			s.sensor = Landsat
+		default:
+			s.sensor = Sentinel2
+		}
+	}
+	if s.sensor.Radar() != (radar > 0) || (s.sensor.Family() == FamilyLandsat) != landsat {
+		return fmt.Errorf("sensor %s does not match the scene's bands %v", s.sensor, s.Bands())
+	}
+	if s.sensor.Radar() && s.mask != nil {
+		return fmt.Errorf("radar scene with a cloud mask band %s", s.mask.name)
 	}
 	s.date = itemDate
 	if s.date.IsZero() {
@@ -356,7 +401,13 @@ func (s *Scene) open(ctx context.Context, b *band) error {
 			b.err = fmt.Errorf("bad grid %+v", b.grid)
 			return
 		}
-		if !b.explicitScale {
+		switch {
+		case b.explicitScale:
+		case isRadarBand(b.name):
+			b.scale, b.add, b.decibel = radarScaling(f.Metadata())
+		case b.landsat:
+			b.scale, b.add = landsatScaling(f.Metadata(), b.landsatC1)
+		default:
 			b.scale, b.add = reflectanceScaling(f.Metadata(), b.baseline, b.harmonized)
 		}
 	})
@@ -414,6 +465,24 @@ func reflectanceScaling(md map[string]string, baseline string, harmonized bool) 
 	return scale, 0
 }
 
+// radarScaling reads a radar band's VALUE_SCALE (default 1) and VALUE_UNIT
+// ("dB", else linear power: "linear", "power", "" or anything else):
+// backscatter = value·scale, in dB when decibel.
+func radarScaling(md map[string]string) (scale, add float64, decibel bool) {
+	scale = 1
+	if v, ok := parseFloat(md["VALUE_SCALE"]); ok && v > 0 {
+		scale = v
+	}
+	if v, ok := parseFloat(md["VALUE_OFFSET"]); ok {
+		add = v / scale
+	}
+	unit := strings.ToLower(strings.TrimSpace(md["VALUE_UNIT"]))
+	return scale, add, unit == "db" || unit == "decibel" || unit == "decibels"
+}
+
+// isRadarBand reports whether name is a Sentinel-1 polarisation band.
+func isRadarBand(name string) bool { return name == "VV" || name == "VH" }
+
 // baselineAtLeast4 reports whether a processing baseline such as "04.00",
 // "N0400", "5.09" or "05.10" is 04.00 or later.
 func baselineAtLeast4(v string) bool {
@@ -427,6 +496,11 @@ func baselineAtLeast4(v string) bool {
 	f, ok := parseFloat(v)
 	return ok && f >= 4
 }
+
+// Sensor is the scene's sensor: from the STAC item's platform or
+// collection, the band files' metadata (SENSOR, PLATFORM, … or the sensor
+// named in PRODUCT), else by its bands (VV/VH: Sentinel-1, else Sentinel-2).
+func (s *Scene) Sensor() Sensor { return s.sensor }
 
 // ID identifies the scene: the STAC item id, or "<parent>/<folder>" for a folder.
 func (s *Scene) ID() string { return s.id }
@@ -459,7 +533,8 @@ func (s *Scene) CheckBands(names ...string) error {
 	return nil
 }
 
-// MaskBand is "SCL", "CLM" or "" when the scene has no mask.
+// MaskBand is "SCL", "CLM", "QA_PIXEL" (Landsat Collection 2), "QA_PIXEL_C1"
+// (Collection 1) or "" when the scene has no mask.
 func (s *Scene) MaskBand() string {
 	if s.mask == nil {
 		return ""

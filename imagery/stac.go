@@ -144,9 +144,11 @@ func (s *Scene) parseSTAC(data []byte, src string, isURL bool) (time.Time, error
 		return time.Time{}, fmt.Errorf("STAC item: type %q, want Feature", item.Type)
 	}
 	s.id = item.ID
-	if _, err := stacSensor(item.Collection, item.Properties); err != nil {
+	sensor, err := stacSensor(item.Collection, item.Properties)
+	if err != nil {
 		return time.Time{}, err
 	}
+	s.sensor = sensor
 	var date time.Time
 	for _, key := range []string{"datetime", "start_datetime"} {
 		var dt string
@@ -159,9 +161,16 @@ func (s *Scene) parseSTAC(data []byte, src string, isURL bool) (time.Time, error
 	}
 	itemEPSG := projEPSG(item.Properties["proj:code"], item.Properties["proj:epsg"])
 	rad := newSTACRadiometry(item)
-	chosen, unreadable, err := selectAssets(item, itemLocation{base: src, remote: isURL})
+	loc := itemLocation{base: src, remote: isURL}
+	chosen, unreadable, err := selectAssets(item, loc)
 	if err != nil {
 		return time.Time{}, err
+	}
+	switch sensor.Family() {
+	case FamilyLandsat:
+		return date, s.addLandsatAssets(item, loc, chosen, unreadable, itemEPSG, rad)
+	case FamilySentinel1:
+		return date, s.addRadarAssets(chosen, unreadable)
 	}
 	for _, c := range chosen {
 		b := &band{name: c.band, src: c.href, epsg: itemEPSG}

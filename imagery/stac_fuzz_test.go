@@ -68,6 +68,11 @@ func FuzzSTACItem(f *testing.F) {
 		`"assets":{"red":{"href":"B04.tif"},"nir":{"href":"B08.tif"},"scl":{"href":"SCL.tif"}}}`))
 	f.Add([]byte(`{"type":"Feature","id":"huge","properties":{"datetime":"2024-06-01T00:00:00Z"},` +
 		`"assets":{"B04_10m":{"href":"huge/B04.tif"},"B08_10m":{"href":"huge/B08.tif"},"SCL_20m":{"href":"huge/SCL.tif"}}}`))
+	// Landsat and Sentinel-1 RTC items (their own key and mask rules).
+	f.Add([]byte(`{"type":"Feature","id":"LC08_L2SP_199025_20180705_02_T1","collection":"landsat-c2-l2","properties":{"platform":"landsat-8","datetime":"2018-07-05T10:40:00Z"},` +
+		`"assets":{"red":{"href":"B04.tif","raster:bands":[{"scale":2.75e-05,"offset":-0.2}]},"nir08":{"href":"B08.tif"},"qa_pixel":{"href":"SCL.tif"}}}`))
+	f.Add([]byte(`{"type":"Feature","id":"S1A_rtc","collection":"sentinel-1-rtc","properties":{"platform":"SENTINEL-1A","datetime":"2018-07-05T17:30:00Z"},` +
+		`"assets":{"vv":{"href":"B04.tif"},"vh":{"href":"B08.tif"}}}`))
 	// The real item documents of Earth Search, Planetary Computer and CDSE.
 	items := filepath.Join("..", "..", "shared", "data", "stac-items")
 	if env := os.Getenv("CROPKIT_SHARED"); env != "" {
@@ -101,7 +106,11 @@ func FuzzSTACItem(f *testing.F) {
 		s, err := OpenScene(ctx, path, SceneOptions{Open: open, Date: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)})
 		if err == nil {
 			if field, ok := centreField(s.Grid()); ok {
-				_, _ = s.FieldProducts(ctx, field, []string{"ndvi"}, nil)
+				index := "ndvi"
+				if s.Sensor().Radar() {
+					index = "vh_vv"
+				}
+				_, _ = s.FieldProducts(ctx, field, []string{index}, nil)
 			}
 			_ = s.Close()
 		}

@@ -14,16 +14,22 @@ import (
 	"strings"
 )
 
-// SensorError refuses an item of a sensor cropkit does not read (yet): it
-// names the sensor, so a Landsat or Sentinel-1 item is never misread as
-// Sentinel-2. errors.Is(err, ErrUnsupportedSensor) holds.
+// SensorError refuses an item of a sensor cropkit does not read: it
+// names the sensor (and why, when the sensor is read from other sources),
+// so an item is never misread as another sensor's.
+// errors.Is(err, ErrUnsupportedSensor) holds.
 type SensorError struct {
-	// Sensor is the sensor as the item names it ("Landsat 8", "Sentinel-1").
+	// Sensor is the sensor as the item names it ("Sentinel-3", "worldview-3").
 	Sensor string
+	// Reason, when set, replaces the default explanation.
+	Reason string
 }
 
 func (e *SensorError) Error() string {
-	return fmt.Sprintf("%s item: not supported (cropkit reads Sentinel-2 items only)", e.Sensor)
+	if e.Reason != "" {
+		return fmt.Sprintf("%s item: %s", e.Sensor, e.Reason)
+	}
+	return fmt.Sprintf("%s item: not supported (cropkit reads Sentinel-2, Landsat 8/9 Collection 2 Level-2 and terrain-corrected Sentinel-1 items)", e.Sensor)
 }
 
 func (e *SensorError) Unwrap() error { return ErrUnsupportedSensor }
@@ -41,10 +47,12 @@ func (e *AssetError) Unwrap() error { return ErrUnreadableAsset }
 
 // stacSensor decides the sensor of a STAC item from its platform, then its
 // constellation, then its collection id. It is the one place that says which
-// sensors cropkit reads: Sentinel-2 (also when the item names no sensor at
-// all, as a plain folder-made item does); any other named sensor is a
-// *SensorError.
-func stacSensor(collection string, props map[string]json.RawMessage) (string, error) {
+// sensors cropkit reads from items: Sentinel-2 (also when the item names no
+// sensor at all, as a plain folder-made item does), Landsat 8/9 and
+// Sentinel-1 in a map projection (RTC). Sentinel-1 GRD in radar geometry
+// (a collection named …grd…, as Earth Search's sentinel-1-grd) and any other
+// named sensor are a *SensorError.
+func stacSensor(collection string, props map[string]json.RawMessage) (Sensor, error) {
 	str := func(key string) string {
 		var v string
 		if raw, ok := props[key]; ok {
@@ -55,25 +63,53 @@ func stacSensor(collection string, props map[string]json.RawMessage) (string, er
 	norm := func(v string) string {
 		return strings.NewReplacer(" ", "-", "_", "-").Replace(strings.ToLower(strings.TrimSpace(v)))
 	}
+	c := norm(collection)
+	sensor := Sensor("")
 	for _, v := range []string{str("platform"), str("constellation")} {
 		n := norm(v)
-		switch {
-		case n == "":
+		if n == "" {
 			continue
-		case strings.HasPrefix(n, "sentinel-2") || strings.HasPrefix(n, "sentinel2"):
-			return "Sentinel-2", nil
 		}
-		return "", &SensorError{Sensor: sensorName(n, v)}
+		ps, ok := ParseSensor(n)
+		if !ok {
+			return "", &SensorError{Sensor: sensorName(n, v)}
+		}
+		sensor = ps
+		break
 	}
-	// No platform: a collection id naming another sensor family refuses the
-	// item; any other id (a private catalogue's own names) is read as Sentinel-2.
-	c := norm(collection)
-	for _, family := range []string{"landsat", "sentinel-1", "sentinel-3", "sentinel-5p", "modis", "viirs"} {
-		if strings.Contains(c, family) {
-			return "", &SensorError{Sensor: sensorName(c, collection)}
+	if sensor == "" {
+		// No platform: a collection id naming a sensor family decides; any
+		// other id (a private catalogue's own names) is read as Sentinel-2.
+		switch {
+		case strings.Contains(c, "landsat"):
+			sensor = Landsat
+			if m := landsatNumber.FindStringSubmatch(c); m != nil {
+				if s, ok := ParseSensor("landsat-" + m[1]); ok {
+					sensor = s
+				} else {
+					return "", &SensorError{Sensor: sensorName(c, collection)}
+				}
+			}
+		case strings.Contains(c, "sentinel-1"):
+			sensor = Sentinel1
+		default:
+			for _, family := range []string{"sentinel-3", "sentinel-5p", "modis", "viirs"} {
+				if strings.Contains(c, family) {
+					return "", &SensorError{Sensor: sensorName(c, collection)}
+				}
+			}
+			sensor = Sentinel2
 		}
 	}
-	return "Sentinel-2", nil
+	if sensor.Family() == FamilyLandsat && (strings.Contains(c, "-l1") || strings.Contains(c, "level-1")) {
+		return "", &SensorError{Sensor: sensorName(string(sensor), string(sensor)) + " Level-1", Reason: "top-of-atmosphere " +
+			"radiance/reflectance: not supported; cropkit reads Collection 2 Level-2 surface reflectance (landsat-c2-l2)"}
+	}
+	if sensor.Radar() && strings.Contains(c, "grd") && !strings.Contains(c, "rtc") {
+		return "", &SensorError{Sensor: "Sentinel-1 GRD", Reason: "in radar geometry (slant/ground range with " +
+			"tie points, no map projection): not supported; use a terrain-corrected collection such as Planetary Computer sentinel-1-rtc"}
+	}
+	return sensor, nil
 }
 
 var landsatNumber = regexp.MustCompile(`landsat-?(\d+)`)

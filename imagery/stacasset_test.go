@@ -77,12 +77,16 @@ func TestAssetSelectionRealItemsDeterministic(t *testing.T) {
 			case strings.HasPrefix(name, "cdse"):
 				assert.Empty(t, first.chosen)
 				assert.Equal(t, "JPEG 2000 only (CDSE): not supported (cropkit reads GeoTIFF/COG; there is no pure-Go JPEG 2000 decoder)", first.unreadable["B04"])
-			case strings.Contains(name, "landsat"):
-				assert.Regexp(t, `^Landsat [89] item: not supported`, first.sensor)
-			case strings.Contains(name, "s1"):
-				assert.Regexp(t, `^Sentinel-1 item: not supported`, first.sensor)
+			case strings.HasPrefix(name, "pc-landsat"):
+				assert.Contains(t, first.chosen["B04"], "red@https://landsateuwest.blob.core.windows.net/")
+			case strings.HasPrefix(name, "earthsearch-v1-landsat"):
+				assert.Equal(t, "s3://usgs-landsat is a requester-pays bucket (AWS credentials needed): not supported", first.unreadable["B04"])
+			case strings.HasPrefix(name, "pc-s1rtc"):
+				assert.Contains(t, first.chosen["VV"], "vv@https://sentinel1euwestrtc.blob.core.windows.net/")
+			case strings.HasPrefix(name, "earthsearch-v1-s1grd"):
+				assert.Regexp(t, `^Sentinel-1 GRD item: in radar geometry`, first.sensor)
 			}
-			if !strings.Contains(name, "landsat") && !strings.Contains(name, "s1") {
+			if !strings.Contains(name, "s1grd") {
 				assert.Empty(t, first.sensor)
 			}
 		})
@@ -130,18 +134,22 @@ func TestSTACSensor(t *testing.T) {
 		{"sentinel-2-l2a", `{"platform":"sentinel-2a"}`, ""},
 		{"sentinel-2-l2a", `{"platform":"Sentinel-2B","constellation":"Sentinel 2"}`, ""},
 		{"my-fields", `{}`, ""},
-		{"landsat-c2-l2", `{"platform":"landsat-8"}`, "Landsat 8"},
-		{"landsat-c2-l2", `{}`, "Landsat"},
-		{"sentinel-1-grd", `{"platform":"sentinel-1a","constellation":"sentinel-1"}`, "Sentinel-1"},
-		{"sentinel-1-rtc", `{"platform":"SENTINEL-1A"}`, "Sentinel-1"},
+		{"landsat-c2-l2", `{"platform":"landsat-8"}`, ""},
+		{"landsat-c2-l2", `{}`, ""},
+		{"landsat-c2-l2", `{"platform":"landsat-7"}`, "Landsat 7"},
+		{"landsat-c2-l1", `{"platform":"landsat-9"}`, "Landsat 9 Level-1"},
+		{"sentinel-1-grd", `{"platform":"sentinel-1a","constellation":"sentinel-1"}`, "Sentinel-1 GRD"},
+		{"sentinel-1-rtc", `{"platform":"SENTINEL-1A"}`, ""},
 		{"x", `{"platform":"worldview-3"}`, "worldview-3"},
+		{"sentinel-3-olci", `{}`, "Sentinel-3"},
 	}
 	for _, tt := range tests {
 		var props map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal([]byte(tt.props), &props))
-		_, err := stacSensor(tt.collection, props)
+		sensor, err := stacSensor(tt.collection, props)
 		if tt.want == "" {
 			assert.NoError(t, err, tt.props)
+			assert.True(t, sensor.Valid(), tt.props)
 			continue
 		}
 		var se *SensorError

@@ -180,7 +180,7 @@ func TestSceneDateSources(t *testing.T) {
 	_, err = OpenScene(context.Background(), filepath.Join(root, "missing"), SceneOptions{})
 	assert.Error(t, err)
 	_, err = OpenScene(context.Background(), t.TempDir(), SceneOptions{Date: given})
-	assert.ErrorContains(t, err, "no reflectance band")
+	assert.ErrorContains(t, err, "no band found")
 }
 
 func TestMaskClassesOption(t *testing.T) {

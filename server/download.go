@@ -76,7 +76,11 @@ func (s *Server) image(ctx context.Context, c *call, index string, withGeometry 
 	if err != nil {
 		return archive.Image{}, err
 	}
-	return s.core.Image(ctx, c.user, archive.ImageQuery{Field: name, Index: index, Date: date, WithGeometry: withGeometry})
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return archive.Image{}, err
+	}
+	return s.core.Image(ctx, c.user, archive.ImageQuery{Field: name, Index: index, Date: date, Sensor: sensor, WithGeometry: withGeometry})
 }
 
 // fileBase is "<field>_<index>_<YYYYMMDD>" with characters unsafe in file names replaced.
@@ -216,7 +220,15 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return err
+	}
 	products, err := s.core.Products(r.Context(), f, archive.ProductQuery{Index: index, From: from, To: to, UsableOnly: true})
+	if err != nil {
+		return err
+	}
+	products, err = s.core.KeepSensor(products, sensor)
 	if err != nil {
 		return err
 	}
@@ -240,7 +252,7 @@ func (s *Server) handleFilesList(w http.ResponseWriter, r *http.Request, c *call
 			continue
 		}
 		out.Indices[p.Index] = append(out.Indices[p.Index], api.FileEntry{
-			Date: p.Date, CloudCover: p.CloudCover, Mean: p.Mean, Num: p.Num, Scene: p.SceneID,
+			Date: p.Date, CloudCover: p.CloudCover, Mean: p.Mean, Num: p.Num, Scene: p.SceneID, Sensor: archive.ProductSensor(p),
 		})
 	}
 	return writeJSON(w, http.StatusOK, out)

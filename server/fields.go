@@ -165,7 +165,11 @@ func (s *Server) handleIndices(w http.ResponseWriter, r *http.Request, c *call) 
 	out := api.IndexList{Indices: []api.Index{}}
 	for _, n := range s.core.IndexNames(c.user) {
 		ix, _ := s.core.Catalogue().Lookup(n)
-		out.Indices = append(out.Indices, api.Index{Name: ix.Name, Formula: ix.Formula, Source: ix.Source, Bands: ix.Bands})
+		sensors := make([]string, len(ix.Sensors))
+		for i, f := range ix.Sensors {
+			sensors[i] = string(f)
+		}
+		out.Indices = append(out.Indices, api.Index{Name: ix.Name, Formula: ix.Formula, Source: ix.Source, Bands: ix.Bands, Sensors: sensors})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

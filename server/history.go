@@ -35,7 +35,11 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 	if format != "" && format != "json" && format != "csv" {
 		return badRequest("format must be json or csv, got %q", format)
 	}
-	f, hist, err := s.core.History(r.Context(), c.user, name, indices, from, to)
+	sensor, _, err := c.params.str("sensor")
+	if err != nil {
+		return err
+	}
+	f, hist, err := s.core.HistoryFor(r.Context(), c.user, archive.HistoryQuery{Field: name, Indices: indices, From: from, To: to, Sensor: sensor})
 	if err != nil {
 		return err
 	}
@@ -45,7 +49,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 	var buf bytes.Buffer
 	cw := csv.NewWriter(&buf)
 	cw.Write([]string{"field_name", "index", "date", "mean", "median", "std", "min", "max", "p25", "p75", "num",
-		"field_pixels", "cloud_cover", "mean_variation", "previous_date", "scene"})
+		"field_pixels", "cloud_cover", "mean_variation", "previous_date", "scene", "sensor"})
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	names := make([]string, 0, len(hist))
 	for ix := range hist {
@@ -60,7 +64,7 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 			}
 			cw.Write([]string{csvText(f.Name), csvText(ix), csvText(row.Date), num(row.Mean), num(row.Median), num(row.Std), num(row.Min), num(row.Max),
 				num(row.P25), num(row.P75), strconv.Itoa(row.Num), strconv.Itoa(row.FieldPixels), num(row.CloudCover),
-				num(row.MeanVariation), csvText(prev), csvText(row.Scene)})
+				num(row.MeanVariation), csvText(prev), csvText(row.Scene), csvText(row.Sensor)})
 		}
 	}
 	cw.Flush()

@@ -191,6 +191,7 @@ func (s *Server) routes() {
 	all = append(all, s.zoneRoutes()...)       // §4.1, §4.3, /files/upload, /convert/… (zones.go)
 	all = append(all, s.webhookRoutes()...)    // §4.5, /notifications/… (webhooks.go)
 	all = append(all, s.monitoringRoutes()...) // /scenes/list (monitoring.go)
+	all = append(all, s.timeseriesRoutes()...) // /fields/timeseries, /fields/phenology, /fields/events (timeseries.go)
 	for _, rt := range all {
 		h := s.operation(rt)
 		for _, m := range rt.methods {

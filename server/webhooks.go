@@ -30,11 +30,21 @@ func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c
 	if err != nil {
 		return err
 	}
+	events, hasEvents, err := c.params.boolean("events")
+	if err != nil {
+		return err
+	}
 	reg, err := s.core.RegisterWebhook(r.Context(), c.user, raw)
 	if err != nil {
 		return err
 	}
 	out := api.WebhookRegistered{Username: c.user.Name, ID: reg.ID, URL: reg.URL, Created: reg.Created, Secret: reg.Secret}
+	if hasEvents {
+		if err := s.core.SetWebhookEvents(r.Context(), c.user, reg.ID, events); err != nil {
+			return err
+		}
+		out.Events = &events
+	}
 	if reg.Created {
 		out.Message = fmt.Sprintf("webhook %s registered; keep its secret, it is shown only once", reg.URL)
 	} else {

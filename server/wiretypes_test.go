@@ -88,8 +88,8 @@ func TestWireTypesMatchOpenAPI(t *testing.T) {
 	// The §2.5 document's named members are those api.Report reads.
 	rep := props("Report")
 	for _, k := range []string{"bounds", "mean", "median", "std", "min", "max", "p25", "p75", "num", "mean_variation",
-		"previous_date", "date", "field_pixels", "cloud_cover"} {
+		"previous_date", "date", "field_pixels", "cloud_cover", "sensor"} {
 		assert.Contains(t, rep, k)
 	}
-	assert.Len(t, rep, 14, "api.Report reads every named member of the Report schema: %v", rep)
+	assert.Len(t, rep, 15, "api.Report reads every named member of the Report schema: %v", rep)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -100,12 +101,27 @@ func updated(it stac.Item) string {
 	return it.Updated.UTC().Format(time.RFC3339Nano)
 }
 
-func (w *Watcher) maxCloud() *float64 { v := w.cfg.MaxCloud; return &v }
+// maxCloud is the search's scene cloud cover limit: none for a radar
+// collection (radar sees through clouds; its items carry no eo:cloud_cover).
+func (w *Watcher) maxCloud(collection string) *float64 {
+	if RadarCollection(collection) {
+		return nil
+	}
+	v := w.cfg.MaxCloud
+	return &v
+}
+
+// RadarCollection reports whether a collection id names Sentinel-1 radar
+// ("sentinel-1-rtc", "sentinel-1-grd", "s1-…"), to which no cloud cover applies.
+func RadarCollection(collection string) bool {
+	c := strings.ToLower(collection)
+	return strings.Contains(c, "sentinel-1") || strings.Contains(c, "sentinel1") || strings.HasPrefix(c, "s1-") || strings.HasPrefix(c, "s1_")
+}
 
 // enqueueIngest queues item for fields (sorted, so the field set is one key).
-func (w *Watcher) enqueueIngest(ctx context.Context, it stac.Item, fields []FieldRef) error {
+func (w *Watcher) enqueueIngest(ctx context.Context, collection string, it stac.Item, fields []FieldRef) error {
 	slices.SortFunc(fields, func(a, b FieldRef) int { return cmp.Compare(a.ID, b.ID) })
-	_, err := w.queue.Insert(ctx, IngestArgs{Collection: w.cfg.Collection, ItemID: it.ID, Updated: updated(it),
+	_, err := w.queue.Insert(ctx, IngestArgs{Collection: collection, ItemID: it.ID, Updated: updated(it),
 		Fields: fields, Base: it.Base, Item: it.Raw}, nil)
 	if err != nil {
 		return fmt.Errorf("enqueue ingestion of %s: %w", it.ID, err)
@@ -120,7 +136,7 @@ type pollWorker struct {
 }
 
 func (p *pollWorker) Work(ctx context.Context, job *river.Job[PollArgs]) error {
-	err := p.w.poll(ctx)
+	err := p.w.poll(ctx, cmp.Or(job.Args.Collection, p.w.cfg.Collection))
 	p.w.metrics.poll(err)
 	if err != nil {
 		p.w.log.WarnContext(ctx, "catalogue poll failed (the next poll tries again)", "err", err)
@@ -136,7 +152,7 @@ func (p *pollWorker) Work(ctx context.Context, job *river.Job[PollArgs]) error {
 // last poll (with an hour's overlap); otherwise (and at the first poll of a
 // process) for everything acquired since the newest ingested acquisition
 // minus Config.Margin, never before the backfill start.
-func (w *Watcher) poll(ctx context.Context) error {
+func (w *Watcher) poll(ctx context.Context, collection string) error {
 	st := w.core.Store()
 	all, err := st.Fields(ctx, 0)
 	if err != nil {
@@ -154,16 +170,16 @@ func (w *Watcher) poll(ctx context.Context) error {
 	}
 	began := time.Now()
 	start := w.cfg.Backfill.Start(began)
-	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, MaxCloud: w.maxCloud(), Limit: 100}
+	params := stac.SearchParams{Collections: []string{collection}, MaxCloud: w.maxCloud(collection), Limit: 100}
 	w.mu.Lock()
-	last := w.lastPoll
+	last := w.lastPoll[collection]
 	w.mu.Unlock()
 	if landing, err := w.client.GetLanding(ctx, w.cfg.Catalog); err == nil && landing.SupportsFilter() && !last.IsZero() {
 		// The catalogue filters on publication: everything since the
 		// backfill start (re)published since the last poll, however late.
 		params.UpdatedSince = last.Add(-time.Hour)
 	} else {
-		newest, err := st.NewestItem(ctx, w.cfg.Collection)
+		newest, err := st.NewestItem(ctx, collection)
 		if err != nil {
 			return err
 		}
@@ -176,7 +192,7 @@ func (w *Watcher) poll(ctx context.Context) error {
 	found, queued := 0, 0
 	failed, err := w.searchFields(ctx, fields, params, func(it stac.Item, group []archive.Field) error {
 		found++
-		known, err := st.SceneItem(ctx, w.cfg.Collection, it.ID)
+		known, err := st.SceneItem(ctx, collection, it.ID)
 		switch {
 		case errors.Is(err, archive.ErrNotFound):
 		case err != nil:
@@ -194,7 +210,7 @@ func (w *Watcher) poll(ctx context.Context) error {
 		if len(refs) == 0 {
 			return nil
 		}
-		if err := w.enqueueIngest(ctx, it, refs); err != nil {
+		if err := w.enqueueIngest(ctx, collection, it, refs); err != nil {
 			return err
 		}
 		queued++
@@ -208,10 +224,10 @@ func (w *Watcher) poll(ctx context.Context) error {
 		// again next time.
 		return fmt.Errorf("poll %s: %w", w.cfg.Catalog, err)
 	}
-	w.log.InfoContext(ctx, "catalogue polled", "since", start.Format(time.RFC3339), "updated_since", params.UpdatedSince,
+	w.log.InfoContext(ctx, "catalogue polled", "collection", collection, "since", start.Format(time.RFC3339), "updated_since", params.UpdatedSince,
 		"items", found, "queued", queued)
 	w.mu.Lock()
-	w.lastPoll = began
+	w.lastPoll[collection] = began
 	w.mu.Unlock()
 	return nil
 }
@@ -392,11 +408,12 @@ func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	params := stac.SearchParams{Collections: []string{w.cfg.Collection}, Start: w.cfg.Backfill.Start(time.Now()),
-		MaxCloud: w.maxCloud(), Limit: 100, OnBadItem: w.onBadItem(ctx)}
+	collection := cmp.Or(args.Collection, w.cfg.Collection)
+	params := stac.SearchParams{Collections: []string{collection}, Start: w.cfg.Backfill.Start(time.Now()),
+		MaxCloud: w.maxCloud(collection), Limit: 100, OnBadItem: w.onBadItem(ctx)}
 	queued := 0
 	failed, err := w.searchFields(ctx, fields, params, func(it stac.Item, group []archive.Field) error {
-		known, err := st.SceneItem(ctx, w.cfg.Collection, it.ID)
+		known, err := st.SceneItem(ctx, collection, it.ID)
 		switch {
 		case errors.Is(err, archive.ErrNotFound):
 		case err != nil:
@@ -418,7 +435,7 @@ func (w *Watcher) backfill(ctx context.Context, args BackfillArgs) error {
 		if len(refs) == 0 {
 			return nil
 		}
-		if err := w.enqueueIngest(ctx, it, refs); err != nil {
+		if err := w.enqueueIngest(ctx, collection, it, refs); err != nil {
 			return err
 		}
 		queued++

@@ -15,20 +15,21 @@ import (
 // with the sensor named, without a band request or a retry.
 func TestRefusedItemFailsAtOnce(t *testing.T) {
 	cat := stactest.New(t, stactest.Options{})
+	// A sensor cropkit does not read (Landsat and Sentinel-1 RTC it does).
 	landsat := stactest.Chips(t, place, "2019-06-20")[0]
-	landsat.ID = "LC08_L2SP_199025_20190620_02_T1"
-	landsat.Collection = "landsat-c2-l2"
-	landsat.Properties = map[string]any{"platform": "landsat-8"}
+	landsat.ID = "S3A_OL_2_LFR_20190620"
+	landsat.Collection = "sentinel-3-olci-lfr-l2"
+	landsat.Properties = map[string]any{"platform": "sentinel-3a"}
 	cat.Publish(landsat)
 	e := openEnv(t, t.TempDir())
 	e.registerFields(t, "UES-01")
 	startWatcher(t, e, cat, func(c *watch.Config) {
-		c.Collection = "landsat-c2-l2"
+		c.Collection = "sentinel-3-olci-lfr-l2"
 		c.MaxAttempts, c.RetryBase, c.RetryMax = 8, 10*time.Second, 10*time.Second
 	})
 	got := waitItems(t, e.core, 1, landsat.ID)
 	assert.Equal(t, archive.ItemFailed, got[landsat.ID].State)
-	assert.Contains(t, got[landsat.ID].Error, "Landsat 8 item: not supported")
+	assert.Contains(t, got[landsat.ID].Error, "Sentinel-3 item: not supported")
 	assert.Zero(t, cat.ItemStats(landsat.ID).Requests, "no band request")
 }
 

@@ -31,6 +31,11 @@ type Config struct {
 	Catalog string
 	// Collection is searched; "" means DefaultCollection.
 	Collection string
+	// Collections, when set, are all searched (polled and backfilled each
+	// on its own, e.g. sentinel-2-l2a, landsat-c2-l2 and sentinel-1-rtc);
+	// Collection is then their first. MaxCloud does not apply to radar
+	// collections (RadarCollection).
+	Collections []string
 	// Poll is the catalogue poll interval; 0 means DefaultPoll, negative
 	// turns polling off (backfills still run).
 	Poll time.Duration
@@ -104,8 +109,9 @@ type Watcher struct {
 	// failed for good is queued again.
 	mu          sync.Mutex
 	backfilling map[FieldRef]time.Time
-	// lastPoll is when this process's last successful poll started.
-	lastPoll time.Time
+	// lastPoll is when this process's last successful poll of each
+	// collection started.
+	lastPoll map[string]time.Time
 	// running are the ingestions this process runs (collection, item,
 	// updated), so that a rescued copy of one does not run beside it.
 	running map[string]bool
@@ -143,7 +149,11 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	if err := guard.CheckURL(cfg.Catalog); err != nil {
 		return nil, fmt.Errorf("%w: catalog: %w", ErrConfig, err)
 	}
-	setDefault(&cfg.Collection, DefaultCollection)
+	cfg.Collections = slices.DeleteFunc(slices.Clone(cfg.Collections), func(c string) bool { return strings.TrimSpace(c) == "" })
+	if len(cfg.Collections) == 0 {
+		cfg.Collections = []string{cmp.Or(cfg.Collection, DefaultCollection)}
+	}
+	cfg.Collection = cfg.Collections[0]
 	setDefault(&cfg.Poll, DefaultPoll)
 	setDefault(&cfg.MaxCloud, DefaultMaxCloud)
 	setDefault(&cfg.Margin, DefaultMargin)
@@ -161,7 +171,7 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 		}
 	}
 	w := &Watcher{core: cfg.Archive, cfg: cfg, client: cfg.Client, log: cfg.Logger, metrics: cfg.Metrics,
-		backfilling: map[FieldRef]time.Time{}, running: map[string]bool{}}
+		backfilling: map[FieldRef]time.Time{}, lastPoll: map[string]time.Time{}, running: map[string]bool{}}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -226,9 +236,15 @@ func New[TTx any](ctx context.Context, cfg Config, driver riverdriver.Driver[TTx
 	rc.ID = fmt.Sprintf("%s_pid%d_%s_%08x", cmp.Or(host, "cropkit"), os.Getpid(),
 		strings.ReplaceAll(time.Now().UTC().Format("2006_01_02T15_04_05.000000"), ".", "_"), rand.Uint32())
 	if cfg.Poll > 0 {
-		rc.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
-			func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: cfg.Collection}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true, ID: "cropkit-poll"})}
+		for i, c := range cfg.Collections {
+			id := "cropkit-poll" // the first collection's keeps the single-collection name
+			if i > 0 {
+				id += "-" + c
+			}
+			rc.PeriodicJobs = append(rc.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.Poll),
+				func() (river.JobArgs, *river.InsertOpts) { return PollArgs{Collection: c}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true, ID: id}))
+		}
 	}
 	client, err := river.NewClient(driver, rc)
 	if err != nil {
@@ -282,7 +298,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	w.log.InfoContext(ctx, "watching catalogue", "catalog", w.cfg.Catalog, "collection", w.cfg.Collection,
+	w.log.InfoContext(ctx, "watching catalogue", "catalog", w.cfg.Catalog, "collections", w.cfg.Collections,
 		"poll", w.cfg.Poll, "backfill", w.cfg.Backfill.String(), "max_cloud", w.cfg.MaxCloud)
 	t := time.NewTicker(w.cfg.FieldCheck)
 	defer t.Stop()
@@ -445,8 +461,10 @@ func (w *Watcher) CheckFields(ctx context.Context) error {
 		return nil
 	}
 	slices.SortFunc(refs, func(a, b FieldRef) int { return cmp.Compare(a.ID, b.ID) })
-	if _, err := w.queue.Insert(ctx, BackfillArgs{Collection: w.cfg.Collection, Fields: refs}, nil); err != nil {
-		return fmt.Errorf("enqueue backfill of %d fields: %w", len(refs), err)
+	for _, c := range w.cfg.Collections {
+		if _, err := w.queue.Insert(ctx, BackfillArgs{Collection: c, Fields: refs}, nil); err != nil {
+			return fmt.Errorf("enqueue backfill of %d fields in %s: %w", len(refs), c, err)
+		}
 	}
 	for _, ref := range refs {
 		w.backfilling[ref] = now
@@ -456,8 +474,12 @@ func (w *Watcher) CheckFields(ctx context.Context) error {
 
 // PollNow enqueues a catalogue poll now (besides the periodic ones).
 func (w *Watcher) PollNow(ctx context.Context) error {
-	_, err := w.queue.Insert(ctx, PollArgs{Collection: w.cfg.Collection}, nil)
-	return err
+	for _, c := range w.cfg.Collections {
+		if _, err := w.queue.Insert(ctx, PollArgs{Collection: c}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // retryPolicy doubles the delay each attempt from base up to max, with

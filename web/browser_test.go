@@ -327,10 +327,11 @@ func TestBrowserDemo(t *testing.T) {
 		assert.Contains(t, evalString(ctx, t, `document.querySelector("#stats").innerText`), "Mean")
 
 		// Page-load budget: the page, 3 stylesheets, 3 scripts, the colormaps,
-		// fields, dates, the §2.5 JSON and the PNG.
+		// fields, dates, the §2.5 JSON and the PNG, and the chart's daily
+		// series, phenology and events.
 		urls, bytes := net.snapshot()
 		t.Logf("page load: %d requests, %d bytes on the wire:\n  %s", len(urls), bytes, strings.Join(urls, "\n  "))
-		assert.LessOrEqual(t, len(urls), 12, "requests of one page load")
+		assert.LessOrEqual(t, len(urls), 15, "requests of one page load")
 		for _, u := range urls {
 			assert.True(t, strings.HasPrefix(u, srv.base+"/"), "request off the server: %s", u)
 			assert.NotContains(t, u, srv.token, "token in a URL: %s", u)
@@ -380,6 +381,17 @@ func TestBrowserDemo(t *testing.T) {
 		// One timeline date per usable image the API lists (UES-05 has 6 NDVI
 		// dates: its 2019-04-26 image is cloudy).
 		assert.Equal(t, usableDates(t, srv, "UES-05", "ndvi"), eval[[]string](ctx, t, `[...document.querySelectorAll("#timeline button[role=radio]")].map(b => b.dataset.date)`))
+		assert.Equal(t, 1, evalInt(ctx, t, `document.querySelectorAll("#chart canvas").length`))
+		// The daily series replaces the plain chart: one point per day from
+		// the first to the last usable date, its 80 % band, observations by sensor.
+		waitJS(ctx, t, "daily series chart", `(document.querySelector("#chart").getAttribute("aria-label") || "").includes("daily estimate")`)
+		dates := usableDates(t, srv, "UES-05", "ndvi")
+		first, _ := time.Parse(time.DateOnly, dates[0])
+		last, _ := time.Parse(time.DateOnly, dates[len(dates)-1])
+		assert.Equal(t, strconv.Itoa(int(last.Sub(first).Hours()/24)+1), evalString(ctx, t, `document.querySelector("#chart").dataset.days`))
+		label := evalString(ctx, t, `document.querySelector("#chart").getAttribute("aria-label")`)
+		assert.Contains(t, label, "NDVI daily estimate with its 80 % interval from "+dates[0])
+		assert.Contains(t, label, fmt.Sprintf("%d observations (sentinel-2", len(dates)))
 		assert.Equal(t, 1, evalInt(ctx, t, `document.querySelectorAll("#chart canvas").length`))
 	})
 

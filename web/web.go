@@ -118,12 +118,20 @@ func newHandler() (*handler, error) {
 	return h, nil
 }
 
-// colormapsJSON is the §2.6 table as the page's legend reads it, taken from
-// package colormap so the legend and the rendered PNGs cannot disagree.
+// colormapsJSON is the §2.6 table and the radar indices' colormaps as the
+// page's legend reads them, taken from package colormap so the legend and
+// the rendered PNGs cannot disagree.
 func colormapsJSON() ([]byte, error) {
 	var maps []colormap.Colormap
 	for _, name := range colormap.Names() {
 		c, ok := colormap.ForIndex(name)
+		if !ok {
+			return nil, fmt.Errorf("colormap %s listed but missing", name)
+		}
+		maps = append(maps, c)
+	}
+	for _, name := range colormap.RadarNames() {
+		c, ok := colormap.ForRadarIndex(name)
 		if !ok {
 			return nil, fmt.Errorf("colormap %s listed but missing", name)
 		}

@@ -152,9 +152,12 @@ func TestColormapsJSONMatchesColormapPackage(t *testing.T) {
 	r := get(t, web.Handler(), http.MethodGet, "/app/colormaps.json", nil)
 	var got []colormap.Colormap
 	require.NoError(t, json.Unmarshal([]byte(body(t, r)), &got))
-	require.Len(t, got, len(colormap.Names()))
-	for i, name := range colormap.Names() {
+	require.Len(t, got, len(colormap.Names())+len(colormap.RadarNames()))
+	for i, name := range append(colormap.Names(), colormap.RadarNames()...) {
 		want, ok := colormap.ForIndex(name)
+		if !ok {
+			want, ok = colormap.ForRadarIndex(name)
+		}
 		require.True(t, ok)
 		assert.Equal(t, want.Index, got[i].Index)
 		assert.Equal(t, want.Hex, got[i].Hex)
@@ -164,6 +167,10 @@ func TestColormapsJSONMatchesColormapPackage(t *testing.T) {
 	assert.Equal(t, []string{"#d3322b", "#f16d43", "#fcab64", "#fedc90", "#faf8c0", "#dcf1ec", "#abd6e8", "#76abd0", "#4a74b4", "#4a74b4"}, got[1].Hex)
 	assert.Equal(t, 100.0, got[7].Start)
 	assert.Equal(t, 2000.0, got[7].Stop)
+	// The radar indices' legends: vv −25…0 dB.
+	assert.Equal(t, "vv", got[8].Index)
+	assert.Equal(t, -25.0, got[8].Start)
+	assert.Equal(t, 0.0, got[8].Stop)
 }
 
 // No CDN: the page's own files load nothing from another origin. The one

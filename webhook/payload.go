@@ -28,8 +28,11 @@ type Payload struct {
 
 // Update is one index product of the ingestion.
 type Update struct {
-	Index   string  `json:"index"`
-	Date    string  `json:"date"` // acquisition time, DateLayout in UTC
+	Index string `json:"index"`
+	Date  string `json:"date"` // acquisition time, DateLayout in UTC
+	// Sensor names the image's sensor ("sentinel-2a", "landsat-8",
+	// "sentinel-1a", …): an extra member beside the spec's (§6).
+	Sensor  string  `json:"sensor,omitempty"`
 	Content Content `json:"content"`
 }
 

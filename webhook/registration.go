@@ -28,6 +28,10 @@ type Registration struct {
 	Disabled       bool      `json:"disabled"`
 	DisabledAt     time.Time `json:"disabled_at,omitzero"`
 	DisabledReason string    `json:"disabled_reason,omitempty"`
+	// Topics are the notifications the registration opted in to beyond
+	// the §6 product notifications every registration gets (e.g.
+	// "field.event"); see sqlstore.Store.Subscribe.
+	Topics []string `json:"topics,omitempty"`
 }
 
 // DeliveryState is one delivery as listed to its owner, with every attempt.

@@ -122,7 +122,9 @@ var pgMigrations = []string{
 		at       TIMESTAMPTZ NOT NULL
 	);
 	CREATE INDEX products_scene ON products (scene_id);`,
-	// Version 3: change generations for the read caches (generations.go).
+	// Version 3: products name their sensor (see pgMigrationSensors).
+	pgMigrationSensors,
+	// Version 4: change generations for the read caches (generations.go).
 	migrationGenerations,
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -641,7 +642,8 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec archive.ProductRecord
 	}
 	// What is stored now for this date: its bundles (replaced after
 	// commit) and digests (unchanged content notifies nobody).
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT idx, usable, bundle, digest FROM products WHERE field_id = ? AND date = ?`), f.ID, rec.Date)
+	family := cmp.Or(rec.Family, archive.DefaultFamily)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT idx, usable, bundle, digest FROM products WHERE field_id = ? AND date = ? AND family = ?`), f.ID, rec.Date, family)
 	if err != nil {
 		return out, s.d.wrap("record products", err)
 	}
@@ -667,7 +669,7 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec archive.ProductRecord
 	if err := rows.Err(); err != nil {
 		return out, s.d.wrap("record products", err)
 	}
-	if err := s.upsertProducts(ctx, tx, rec.Products); err != nil {
+	if err := s.upsertProducts(ctx, tx, family, rec.Products); err != nil {
 		return out, err
 	}
 	var changed []archive.Product
@@ -682,7 +684,7 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec archive.ProductRecord
 			return out, err
 		}
 		if active {
-			prev, err := s.previous(ctx, tx, f.ID, rec.Date)
+			prev, err := s.previous(ctx, tx, f.ID, rec.Date, family)
 			if err != nil {
 				return out, err
 			}
@@ -712,12 +714,14 @@ func (s *rowStore) RecordProducts(ctx context.Context, rec archive.ProductRecord
 	return out, nil
 }
 
-// previous is, per index, the field's latest usable product before date.
-func (s *rowStore) previous(ctx context.Context, tx *sql.Tx, fieldID int64, date string) (map[string]archive.Product, error) {
+// previous is, per index, the field's latest usable product of the sensor
+// family before date.
+func (s *rowStore) previous(ctx context.Context, tx *sql.Tx, fieldID int64, date, family string) (map[string]archive.Product, error) {
 	rows, err := tx.QueryContext(ctx, s.q(`SELECT p.idx, p.date, p.mean FROM products p
-		WHERE p.field_id = ? AND p.usable AND p.date = (
-			SELECT max(q.date) FROM products q WHERE q.field_id = p.field_id AND q.idx = p.idx AND q.usable AND q.date < ?)`),
-		fieldID, date)
+		WHERE p.field_id = ? AND p.usable AND p.family = ? AND p.date = (
+			SELECT max(q.date) FROM products q WHERE q.field_id = p.field_id AND q.idx = p.idx AND q.usable
+				AND q.family = p.family AND q.date < ?)`),
+		fieldID, family, date)
 	if err != nil {
 		return nil, s.d.wrap("previous images", err)
 	}
@@ -736,11 +740,11 @@ func (s *rowStore) previous(ctx context.Context, tx *sql.Tx, fieldID int64, date
 }
 
 // productColumns is how many values one product row binds.
-const productColumns = 25
+const productColumns = 27
 
 // upsertProducts records products in tx with one statement (one round
 // trip), replacing any of the same field, index and date.
-func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, products []archive.Product) error {
+func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, family string, products []archive.Product) error {
 	if len(products) == 0 {
 		return nil
 	}
@@ -748,7 +752,7 @@ func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, products []ar
 	var q strings.Builder
 	q.WriteString(`INSERT INTO products
 		(field_id, idx, date, scene_id, usable, cloud_cover, mean, median, std, min, max, p25, p75, num, field_pixels,
-		 epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest) VALUES `)
+		 epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest, family, sensor) VALUES `)
 	args := make([]any, 0, productColumns*len(products))
 	for i, p := range products {
 		if i > 0 {
@@ -758,9 +762,10 @@ func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, products []ar
 		g := p.Grid
 		args = append(args, p.FieldID, p.Index, p.Date, p.SceneID, p.Usable, p.CloudCover,
 			p.Mean, p.Median, p.Std, p.Min, p.Max, p.P25, p.P75, p.Num, p.FieldPixels,
-			g.EPSG, g.X0, g.Y0, g.DX, g.DY, g.Cols, g.Rows, s.d.stamp(p.IngestedAt), p.Bundle, p.Digest)
+			g.EPSG, g.X0, g.Y0, g.DX, g.DY, g.Cols, g.Rows, s.d.stamp(p.IngestedAt), p.Bundle, p.Digest,
+			family, cmp.Or(p.Sensor, family))
 	}
-	q.WriteString(` ON CONFLICT (field_id, idx, date) DO UPDATE SET
+	q.WriteString(` ON CONFLICT (field_id, idx, date, family) DO UPDATE SET sensor = excluded.sensor,
 		scene_id = excluded.scene_id, usable = excluded.usable, cloud_cover = excluded.cloud_cover,
 		mean = excluded.mean, median = excluded.median, std = excluded.std, min = excluded.min, max = excluded.max,
 		p25 = excluded.p25, p75 = excluded.p75, num = excluded.num, field_pixels = excluded.field_pixels,
@@ -776,8 +781,12 @@ func (s *rowStore) upsertProducts(ctx context.Context, tx *sql.Tx, products []ar
 
 func (s *rowStore) Products(ctx context.Context, q archive.ProductQuery) ([]archive.Product, error) {
 	sqlText := `SELECT field_id, idx, date, scene_id, usable, cloud_cover, mean, median, std, min, max, p25, p75,
-		num, field_pixels, epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest FROM products WHERE field_id = ?`
+		num, field_pixels, epsg, x0, y0, dx, dy, cols, rows, ingested_at, bundle, digest, family, sensor FROM products WHERE field_id = ?`
 	args := []any{q.FieldID}
+	if q.Family != "" {
+		sqlText += ` AND family = ?`
+		args = append(args, q.Family)
+	}
 	if q.Index != "" {
 		sqlText += ` AND idx = ?`
 		args = append(args, q.Index)
@@ -793,7 +802,7 @@ func (s *rowStore) Products(ctx context.Context, q archive.ProductQuery) ([]arch
 	if q.UsableOnly {
 		sqlText += ` AND usable`
 	}
-	sqlText += ` ORDER BY idx` + s.d.collateC + `, date`
+	sqlText += ` ORDER BY idx` + s.d.collateC + `, date, family`
 	what := fmt.Sprintf("products of field %d", q.FieldID)
 	rows, err := s.read(ctx, sqlText, args...)
 	if err != nil {
@@ -809,7 +818,7 @@ func (s *rowStore) Products(ctx context.Context, q archive.ProductQuery) ([]arch
 		if err := rows.Scan(&p.FieldID, &p.Index, &p.Date, &p.SceneID, &p.Usable, &p.CloudCover,
 			&mean, &median, &std, &mn, &mx, &p25, &p75, &p.Num, &p.FieldPixels,
 			&p.Grid.EPSG, &p.Grid.X0, &p.Grid.Y0, &p.Grid.DX, &p.Grid.DY, &p.Grid.Cols, &p.Grid.Rows, dbTime{&p.IngestedAt},
-			&p.Bundle, &p.Digest); err != nil {
+			&p.Bundle, &p.Digest, &p.Family, &p.Sensor); err != nil {
 			return nil, s.d.wrap(what, err)
 		}
 		p.Mean, p.Median, p.Std, p.Min, p.Max, p.P25, p.P75 =

@@ -214,7 +214,9 @@ var migrations = []string{
 		ingested_at TEXT NOT NULL
 	);
 	CREATE INDEX scene_sources_date ON scene_sources (date);`,
-	// Version 6: change generations for the read caches (generations.go).
+	// Version 6: products name their sensor (see migrationSensors).
+	migrationSensors,
+	// Version 7: change generations for the read caches (generations.go).
 	migrationGenerations,
 }
 

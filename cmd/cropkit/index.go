@@ -59,7 +59,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var job indexJob
 	var scenes stringList
 	var indexList, date string
-	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable)")
+	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif (Sentinel-2 B02…, Sentinel-1 VV/VH), STAC item JSON path or http(s) URL (repeatable)")
 	fs.StringVar(&job.fields, "fields", "", "GeoJSON FeatureCollection of field polygons (EPSG:4326; name from properties.field_name or name)")
 	fs.StringVar(&indexList, "index", "", "comma-separated indices: "+strings.Join(imagery.NewCatalogue().Names(), ","))
 	fs.StringVar(&job.out, "out", "", "output folder: OUT/<field>/<YYYY-MM-DD>/<index>.json and .png")
@@ -202,6 +202,9 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 	for _, s := range scenes {
 		for _, name := range job.indices {
 			ix, _ := cat.Lookup(name)
+			if !ix.AppliesTo(s.Sensor()) {
+				return fmt.Errorf("scene %s is %s: index %s applies to %v", s.ID(), s.Sensor(), name, ix.Sensors)
+			}
 			if err := s.CheckBands(ix.Bands...); err != nil {
 				return fmt.Errorf("index %s: %w", name, err)
 			}

@@ -280,3 +280,41 @@ func TestIndexCommandNothingProduced(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no product written")
 }
+
+// TestIndexCommandSentinel1 runs the radar indices over a Sentinel-1
+// folder scene, and refuses an optical index on it.
+func TestIndexCommandSentinel1(t *testing.T) {
+	scene := testenv.DataDir(t, "s1", "flanders-31UES", "2019-06-04")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	out := t.TempDir()
+	_, err := runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "vv,vh,vh_vv,rvi", "--out", out)
+	require.NoError(t, err)
+	for _, ix := range []string{"vv", "vh", "vh_vv", "rvi"} {
+		r := readReport(t, filepath.Join(out, "UES-03", "2019-06-04", ix+".json"))
+		assert.Equal(t, imagery.Sentinel1, r.Sensor, ix)
+		assert.Equal(t, ix, r.Index)
+		assert.Equal(t, 93, r.Stats.Num, "UES-03's 20 m pixel centres")
+		assert.FileExists(t, filepath.Join(out, "UES-03", "2019-06-04", ix+".png"))
+	}
+	vv := readReport(t, filepath.Join(out, "UES-03", "2019-06-04", "vv.json"))
+	assert.InDelta(t, -12.048636433581004, vv.Stats.Mean, 1e-9)
+	assert.InDelta(t, -12.1633, vv.Stats.Median, 1e-9)
+
+	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "is sentinel-1: index ndvi applies to [sentinel-2 landsat]")
+}
+
+// TestIndexCommandLandsat runs optical indices over a Landsat 8 folder
+// (Collection 1, QA_PIXEL_C1), and refuses a red-edge index on it.
+func TestIndexCommandLandsat(t *testing.T) {
+	scene := testenv.DataDir(t, "landsat8", "flanders-31UDS", "2018-06-06")
+	fields := testenv.DataDir(t, "fields", "flanders-31UDS.geojson")
+	out := t.TempDir()
+	_, err := runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+	require.NoError(t, err)
+	r := readReport(t, filepath.Join(out, "UDS-01", "2018-06-06", "ndvi.json"))
+	assert.Equal(t, imagery.Landsat8, r.Sensor)
+	assert.Equal(t, 628, r.Stats.Num)
+	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndre", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "is landsat-8: index ndre applies to [sentinel-2]")
+}

@@ -4,6 +4,7 @@
 //	cropkit ingest  --data DIR SCENE...
 //	cropkit index   --scene DIR --fields FILE.geojson --index ndvi,... --out OUTDIR
 //	cropkit zones   --scene DIR --fields FILE.geojson --field NAME --index ndvi --zones K --out FILE
+//	cropkit timeseries --scene DIR ... --fields FILE.geojson --index ndvi --from YYYY-MM-DD --to YYYY-MM-DD --out OUTDIR
 //	cropkit worker  --db URL --blobs URL --catalog URL
 //	cropkit user add NAME --data DIR
 //	cropkit token create|list|revoke NAME --data DIR
@@ -37,6 +38,7 @@ func commands() map[string]command {
 		"worker": runWorker,
 
 		"boundaries": runBoundaries,
+		"timeseries": runTimeseries,
 	}
 }
 
@@ -49,6 +51,7 @@ commands:
   zones    compute management zones for one field from local scenes
   user     manage accounts (user add NAME)
   token    manage tokens (token create|list|revoke NAME)
+  timeseries  daily series per field with an 80 % interval from local scenes of any dates
   watch    monitor a STAC catalogue for new imagery of the fields, without the HTTP API
   worker   run the job queue (polls, backfills, ingestions, webhooks) on a shared --db/--blobs, without the HTTP API
 

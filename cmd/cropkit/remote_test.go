@@ -3,19 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/paulmach/orb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/archive/backend"
 	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/internal/demodata"
 	"github.com/cropkit/cropkit/internal/testenv"
 	"github.com/cropkit/cropkit/stac/stactest"
@@ -62,8 +64,8 @@ func TestIndexRemoteRealItems(t *testing.T) {
 
 	for name, reason := range map[string]string{
 		"cdse-s2l2a-S2A_MSIL2A_20241107": "JPEG 2000 only (CDSE): not supported",
-		"pc-landsat":                     "Landsat 9 item: not supported",
-		"earthsearch-v1-s1grd":           "Sentinel-1 item: not supported",
+		"earthsearch-v1-landsat":         "s3://usgs-landsat is a requester-pays bucket",
+		"earthsearch-v1-s1grd":           "Sentinel-1 GRD item: in radar geometry",
 	} {
 		_, err := runIndexArgs(t, "--scene", ri.Item(t, name).URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
 		require.Error(t, err, name)
@@ -114,9 +116,47 @@ func TestIndexKeepsGoingPastABadField(t *testing.T) {
 	assert.Contains(t, err.Error(), `field "BROKEN"`)
 }
 
+// cropkit index over the real Planetary Computer sentinel-1-rtc item
+// document (its vv/vh assets served from the shared dB folder, whose
+// VALUE_UNIT the reader honours when the item gives no scaling) equals the
+// folder's products.
+func TestIndexSentinel1Item(t *testing.T) {
+	folder := testenv.DataDir(t, "s1", "flanders-31UES", "2019-06-04")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	raw, err := os.ReadFile(filepath.Join(testenv.DataDir(t, "stac-items"),
+		"pc-s1rtc-S1A_IW_GRDH_1SDV_20240419T045904_20240419T045916_053498_067DF2_rtc.json"))
+	require.NoError(t, err)
+	var item map[string]any
+	require.NoError(t, json.Unmarshal(raw, &item))
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for key, file := range map[string]string{"vv": "VV.tif", "vh": "VH.tif"} {
+		item["assets"].(map[string]any)[key].(map[string]any)["href"] = srv.URL + "/" + file
+		mux.HandleFunc("/"+file, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, filepath.Join(folder, file)) })
+	}
+	doc, err := json.Marshal(item)
+	require.NoError(t, err)
+	mux.HandleFunc("/item", func(w http.ResponseWriter, r *http.Request) { w.Write(doc) })
+
+	ref, out := t.TempDir(), t.TempDir()
+	_, err = runIndexArgs(t, "--scene", folder, "--fields", fields, "--index", "vv,vh", "--out", ref)
+	require.NoError(t, err)
+	_, err = runIndexArgs(t, "--scene", srv.URL+"/item", "--fields", fields, "--index", "vv,vh", "--out", out)
+	require.NoError(t, err)
+	for _, ix := range []string{"vv", "vh"} {
+		want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-04", ix+".json"))
+		got := readReport(t, filepath.Join(out, "UES-03", "2024-04-19", ix+".json")) // the item's date
+		assert.Equal(t, want.Stats, got.Stats, ix)
+		assert.Equal(t, imagery.Sentinel1A, got.Sensor)
+	}
+	_, err = runIndexArgs(t, "--scene", srv.URL+"/item", "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "index ndvi applies to [sentinel-2 landsat]")
+}
+
 // cropkit ingest of remote item URLs: a Planetary Computer item is read
 // signed with --sign-url and stored under its unsigned URL, with the same
-// products as the chip's folder; a Landsat item is refused, named.
+// products as the chip's folder; Earth Search's Landsat item (requester-pays) is refused, named.
 func TestIngestRemoteRealItems(t *testing.T) {
 	chip := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
 	ri := stactest.ServeRealItems(t, chip)
@@ -171,9 +211,9 @@ func TestIngestRemoteRealItems(t *testing.T) {
 	assert.Equal(t, []string{pc.URL}, sources)
 	assert.Zero(t, ri.Unsigned())
 
-	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, ri.Item(t, "pc-landsat").URL)
+	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, ri.Item(t, "earthsearch-v1-landsat").URL)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "Landsat 9 item: not supported")
+	assert.Contains(t, errOut, "s3://usgs-landsat is a requester-pays bucket")
 }
 
 func TestNamesPrivateHost(t *testing.T) {

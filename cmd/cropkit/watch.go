@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,10 +36,10 @@ type watchOptions struct {
 func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	o := &watchOptions{backfill: watch.Backfill{Since: watch.DefaultBackfill}}
 	fs.StringVar(&o.catalog, "catalog", "", "STAC API root to monitor for new imagery of the registered fields, e.g. https://earth-search.aws.element84.com/v1 (empty: no monitoring)")
-	fs.StringVar(&o.collection, "collection", watch.DefaultCollection, "STAC collection monitored")
+	fs.StringVar(&o.collection, "collection", watch.DefaultCollection, "STAC collections monitored, comma-separated (e.g. sentinel-2-l2a,landsat-c2-l2,sentinel-1-rtc)")
 	fs.DurationVar(&o.poll, "poll", watch.DefaultPoll, "catalogue poll interval (0: no polling, only backfills of new fields)")
 	fs.Var(&o.backfill, "backfill", "history ingested for a newly registered field: days (90d), a duration (36h) or a date YYYY-MM-DD")
-	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an item is never read")
+	fs.Float64Var(&o.maxCloud, "max-cloud", watch.DefaultMaxCloud, "scene-level cloud cover (percent) above which an optical item is never read (radar collections: not applied)")
 	fs.Func("ingest-allow-host", "with --ingest-allow-private, a further host:port the catalogue may point to on a private address (band file server); repeatable",
 		func(v string) error { o.allowHosts = append(o.allowHosts, strings.Split(v, ",")...); return nil })
 	fs.StringVar(&o.signURL, "sign-url", "", signURLUsage)
@@ -46,7 +47,21 @@ func addWatchFlags(fs *flag.FlagSet) *watchOptions {
 	return o
 }
 
+// collections is --collection split at commas, each once, in order.
+func (o *watchOptions) collections() []string {
+	var out []string
+	for _, c := range strings.Split(o.collection, ",") {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (o *watchOptions) check() error {
+	if o.catalog != "" && len(o.collections()) == 0 {
+		return errors.New("--collection: no collection given")
+	}
 	if o.poll < 0 {
 		return errors.New("--poll must not be negative")
 	}
@@ -60,7 +75,7 @@ func (o *watchOptions) check() error {
 }
 
 func (o *watchOptions) config(core *archive.Archive, allowPrivate bool, m *watch.Metrics, logger *slog.Logger) watch.Config {
-	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collection: o.collection, Poll: o.poll, Backfill: o.backfill,
+	cfg := watch.Config{Archive: core, Catalog: o.catalog, Collections: o.collections(), Poll: o.poll, Backfill: o.backfill,
 		MaxCloud: o.maxCloud, JobTimeout: o.jobTimeout, AllowPrivate: allowPrivate, Metrics: m,
 		AllowHosts: o.allowHosts, Logger: logger.With("component", "watch")}
 	if o.poll == 0 {
@@ -228,7 +243,12 @@ func watchOnce(ctx context.Context, core *archive.Archive, cfg watch.Config, gra
 	hooksDone := make(chan error, 1)
 	go func() { hooksDone <- core.RunWebhooks(hookCtx) }()
 	err = w.RunOnce(ctx)
-	items, lerr := core.SceneItems(ctx, archive.ItemQuery{Collection: cfg.Collection})
+	var items []archive.SceneItem
+	var lerr error
+	for _, c := range cfg.Collections {
+		its, e := core.SceneItems(ctx, archive.ItemQuery{Collection: c})
+		items, lerr = append(items, its...), errors.Join(lerr, e)
+	}
 	if err = errors.Join(err, lerr); err == nil {
 		fmt.Fprintf(stdout, "%d items recorded from %s\n", len(items), cfg.Catalog)
 		select {

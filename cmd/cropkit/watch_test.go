@@ -350,3 +350,16 @@ func TestWatchOnce(t *testing.T) {
 		assert.Equal(t, 1, it.Usable, it.ID)
 	}
 }
+
+func TestWatchCollectionsFlag(t *testing.T) {
+	for in, want := range map[string][]string{
+		"sentinel-2-l2a": {"sentinel-2-l2a"},
+		"sentinel-2-l2a,landsat-c2-l2, sentinel-1-rtc": {"sentinel-2-l2a", "landsat-c2-l2", "sentinel-1-rtc"},
+		"a,,a": {"a"},
+	} {
+		o := watchOptions{collection: in}
+		assert.Equal(t, want, o.collections(), in)
+	}
+	o := watchOptions{collection: " , ", catalog: "https://example.com", jobTimeout: 1}
+	assert.ErrorContains(t, o.check(), "no collection")
+}

@@ -422,7 +422,8 @@ func (c *Catalog) itemJSON(p *published) map[string]any {
 			"type":  "image/tiff; application=geotiff; profile=cloud-optimized",
 			"roles": []string{"data"},
 		}
-		if key != "scl" && key != "cloud_mask" {
+		// Masks and radar polarisations (vv, vh: the files say their unit) have no reflectance scaling.
+		if key != "scl" && key != "cloud_mask" && key != "vv" && key != "vh" {
 			a["raster:bands"] = []map[string]any{{"nodata": 0, "data_type": "uint16", "scale": 0.0001, "offset": p.RasterOffset}}
 		}
 		assets[key] = a

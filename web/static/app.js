@@ -33,6 +33,7 @@ const state = {
   zonesQuery: null, // parameters of the drawn zones, reused by the downloads
   chart: null,
   seq: 0, // selection generation: responses of an older selection are dropped
+  seriesSeq: 0, // the same for the chart's daily series
   pending: 0,
 };
 
@@ -348,7 +349,8 @@ async function selectField(name, opts = {}) {
     else b.removeAttribute("aria-current");
   }
   try {
-    const files = await apiJSON("/files/list", { field_name: name });
+    // Every sensor's dates: the timeline marks each one's sensor.
+    const files = await apiJSON("/files/list", { field_name: name, sensor: "any" });
     if (seq !== state.seq) return;
     state.files = files;
   } catch (e) {
@@ -387,6 +389,7 @@ async function selectIndex(index) {
   renderLegend(index);
   const dates = datesOf(index);
   renderChart(index, dates);
+  loadSeries(index, dates); // the daily series replaces the chart when it arrives
   if (dates.length === 0) {
     renderTimeline([], "");
     removeOverlay();
@@ -396,17 +399,38 @@ async function selectIndex(index) {
   }
   // Keep the date when the new index has it, else the latest.
   const keep = dates.find((d) => d.date === state.date);
-  await selectDate(keep ? keep.date : dates[dates.length - 1].date);
+  const last = dates[dates.length - 1];
+  await selectDate(keep ? keep.date : last.date, keep ? keep.sensor : last.sensor);
 }
 
-async function selectDate(date) {
+// sensorFamily is the family of a sensor name (sentinel-2a → sentinel-2).
+function sensorFamily(sensor) {
+  const s = (sensor || "sentinel-2").toLowerCase();
+  if (s.startsWith("landsat")) return "landsat";
+  if (s.startsWith("sentinel-1")) return "sentinel-1";
+  return "sentinel-2";
+}
+
+// sensorLabel names a sensor for people: "Sentinel-2A", "Landsat 8", "Sentinel-1".
+function sensorLabel(sensor) {
+  const s = (sensor || "sentinel-2").toLowerCase();
+  const m = /^landsat-?(\d)?$/.exec(s);
+  if (m) return m[1] ? "Landsat " + m[1] : "Landsat";
+  return s.replace(/^sentinel-(\d)([abc]?)$/, (_, n, u) => "Sentinel-" + n + u.toUpperCase());
+}
+
+async function selectDate(date, sensor) {
   const seq = ++state.seq;
   const f = state.field;
   const index = state.index;
+  const entry = datesOf(index).find((d) => d.date === date && (!sensor || d.sensor === sensor)) || {};
   state.date = date;
-  renderTimeline(datesOf(index), date);
-  $("#date-label").textContent = "· " + date;
+  renderTimeline(datesOf(index), date, entry.sensor);
+  $("#date-label").textContent = "· " + date + (entry.sensor ? " · " + sensorLabel(entry.sensor) : "");
+  // The image of that date from the sensor the timeline marks (Sentinel-2,
+  // the API's default for optical indices, needs no parameter).
   const params = { field_name: f.field_name, date };
+  if (entry.sensor && sensorFamily(entry.sensor) !== "sentinel-2") params.sensor = sensorFamily(entry.sensor);
   try {
     const [json, png] = await Promise.all([
       apiJSON(`/download/${encodeURIComponent(index)}/json`, params),
@@ -514,8 +538,9 @@ function renderLegend(index) {
 }
 
 // renderTimeline draws one radio button per usable date, placed by its date
-// on the track; arrows move between dates (roving tabindex).
-function renderTimeline(dates, current) {
+// on the track and marked with its sensor (data-sensor, a shape per family);
+// arrows move between dates (roving tabindex).
+function renderTimeline(dates, current, currentSensor) {
   const tl = $("#timeline");
   if (dates.length === 0) {
     tl.replaceChildren();
@@ -531,13 +556,15 @@ function renderTimeline(dates, current) {
     b.type = "button";
     b.setAttribute("role", "radio");
     b.dataset.date = d.date;
-    const checked = d.date === current;
+    b.dataset.sensor = d.sensor || "sentinel-2";
+    b.classList.add("sensor-" + sensorFamily(d.sensor));
+    const checked = d.date === current && (!currentSensor || d.sensor === currentSensor);
     b.setAttribute("aria-checked", checked ? "true" : "false");
     b.tabIndex = checked ? 0 : -1;
-    b.setAttribute("aria-label", `${d.date}, mean ${fmt(d.mean)}`);
-    b.title = `${d.date}: mean ${fmt(d.mean)}`;
+    b.setAttribute("aria-label", `${d.date}, ${sensorLabel(d.sensor)}, mean ${fmt(d.mean)}`);
+    b.title = `${d.date} (${sensorLabel(d.sensor)}): mean ${fmt(d.mean)}`;
     b.style.left = pos(d.date) + "%";
-    b.addEventListener("click", () => selectDate(d.date));
+    b.addEventListener("click", () => selectDate(d.date, d.sensor));
     b.addEventListener("keydown", (ev) => {
       let j = -1;
       if (ev.key === "ArrowRight" || ev.key === "ArrowDown") j = Math.min(i + 1, dates.length - 1);
@@ -546,8 +573,8 @@ function renderTimeline(dates, current) {
       if (ev.key === "End") j = dates.length - 1;
       if (j < 0) return;
       ev.preventDefault();
-      selectDate(dates[j].date).then(() => {
-        const nb = $(`#timeline button[data-date="${dates[j].date}"]`);
+      selectDate(dates[j].date, dates[j].sensor).then(() => {
+        const nb = $(`#timeline button[data-date="${dates[j].date}"][data-sensor="${dates[j].sensor || "sentinel-2"}"]`);
         if (nb) nb.focus();
       });
     });
@@ -576,8 +603,22 @@ function renderTimeline(dates, current) {
   }
 }
 
+// RADAR lists the radar indices (their values are dB or a radar ratio: a
+// second axis when shown with an optical index).
+const RADAR = ["vv", "vh", "vh_vv", "rvi"];
+
+// companionIndex is the series drawn on the chart's second axis: the
+// field's first radar index beside an optical one, or its first optical
+// index beside a radar one; "" when the field has none.
+function companionIndex(index) {
+  const all = (state.field && state.field.indices) || Object.keys((state.files && state.files.indices) || {});
+  const radar = RADAR.includes(index);
+  return all.find((ix) => ix !== index && RADAR.includes(ix) !== radar && datesOf(ix).length > 0) || "";
+}
+
 function renderChart(index, dates) {
   const el = $("#chart");
+  $("#chart-title").textContent = "Mean through time";
   if (state.chart) {
     state.chart.destroy();
     state.chart = null;
@@ -587,24 +628,177 @@ function renderChart(index, dates) {
     if (typeof uPlot === "undefined") showMessage("The chart library (uPlot) did not load.");
     return;
   }
-  const xs = dates.map((d) => Date.parse(d.date) / 1000);
-  const ys = dates.map((d) => d.mean);
-  el.setAttribute("aria-label", `${index.toUpperCase()} mean through time: ` + dates.map((d) => `${d.date} ${fmt(d.mean)}`).join(", "));
+  // The index on the left axis; optical and radar series together: the
+  // companion (radar beside optical, or the reverse) on the right axis.
+  const other = companionIndex(index);
+  const otherDates = other ? datesOf(other) : [];
+  const days = [...new Set([...dates, ...otherDates].map((d) => d.date))].sort();
+  const meanOn = (list) => {
+    const m = new Map(list.map((d) => [d.date, d.mean]));
+    return days.map((day) => (m.has(day) ? m.get(day) : null));
+  };
+  const xs = days.map((d) => Date.parse(d) / 1000);
+  const data = [xs, meanOn(dates)];
+  let label = `${index.toUpperCase()} mean through time: ` + dates.map((d) => `${d.date} ${fmt(d.mean)} (${sensorLabel(d.sensor)})`).join(", ");
+  const series = [
+    {},
+    { label: index.toUpperCase() + " mean", scale: "y", stroke: "#1f5f2a", width: 2, spanGaps: true, points: { size: 7, fill: "#1f5f2a" } },
+  ];
+  const axes = [
+    { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } },
+    { scale: "y", stroke: "#1f5f2a", grid: { stroke: "#e0e0e0" }, size: 50 },
+  ];
+  if (other) {
+    data.push(meanOn(otherDates));
+    series.push({ label: other.toUpperCase() + " mean", scale: "y2", stroke: "#4a74b4", width: 2, dash: [6, 4], spanGaps: true, points: { size: 6, fill: "#4a74b4" } });
+    axes.push({ scale: "y2", side: 1, stroke: "#4a74b4", grid: { show: false }, size: 50 });
+    label += `; ${other.toUpperCase()} mean on the second axis: ` + otherDates.map((d) => `${d.date} ${fmt(d.mean)}`).join(", ");
+  }
+  el.dataset.series = [index, other].filter(Boolean).join(",");
+  el.setAttribute("aria-label", label);
   const width = Math.max(el.clientWidth, 240);
   state.chart = new uPlot(
     {
       width,
       height: 170,
+      legend: { show: !!other },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true }, y: {}, y2: {} },
+      axes,
+      series,
+    },
+    data,
+    el,
+  );
+}
+
+// ---------- daily series, phenology and events ----------
+
+// Observation colours by sensor (Sentinel-2 green, Landsat blue, Sentinel-1 purple).
+const SENSOR_COLORS = { "sentinel-2": "#1f5f2a", landsat: "#1f4e9f", "sentinel-1": "#6a3d9a" };
+
+function sensorColor(sensor) {
+  const s = String(sensor || "");
+  for (const [k, c] of Object.entries(SENSOR_COLORS)) if (s.startsWith(k)) return c;
+  return "#555555";
+}
+
+// loadSeries fetches the field's daily series (estimate, 80 % band,
+// observations by sensor), phenology and events over its usable dates and
+// redraws the chart with them; the plain mean chart stays when they fail.
+async function loadSeries(index, dates) {
+  if (!state.field || dates.length === 0 || typeof uPlot === "undefined") return;
+  const seq = ++state.seriesSeq;
+  const field = state.field.field_name;
+  // Over the index's dates and its companion's (radar beside optical), so
+  // the second axis keeps its whole span.
+  const other = companionIndex(index);
+  const span = [...dates, ...(other ? datesOf(other) : [])].map((d) => d.date).sort();
+  const from = span[0];
+  const to = span[span.length - 1];
+  try {
+    const [ts, ph, ev] = await Promise.all([
+      apiJSON("/fields/timeseries", { field_name: field, index, start_date: from, end_date: to }),
+      apiJSON("/fields/phenology", { field_name: field, index }).catch(() => ({ seasons: [] })),
+      apiJSON("/fields/events", { field_name: field, index }).catch(() => ({ events: [] })),
+    ]);
+    if (seq !== state.seriesSeq || state.index !== index || !state.field || state.field.field_name !== field) return;
+    renderSeriesChart(index, ts.series || [], ph.seasons || [], (ev.events || []).filter((e) => e.date >= from && e.date <= to));
+  } catch (e) {
+    // Keep the plain chart: the series is an addition to it.
+  }
+}
+
+function renderSeriesChart(index, series, seasons, events) {
+  const el = $("#chart");
+  if (series.length === 0) return;
+  $("#chart-title").textContent = "Daily estimate, 80 % interval, observations and events";
+  if (state.chart) {
+    state.chart.destroy();
+    state.chart = null;
+  }
+  el.replaceChildren();
+  const xs = series.map((d) => Date.parse(d.date) / 1000);
+  const sensors = [...new Set(series.filter((d) => d.observed !== null).map((d) => d.sensor))].sort();
+  const data = [xs, series.map((d) => d.estimate), series.map((d) => d.lower), series.map((d) => d.upper)];
+  for (const s of sensors) data.push(series.map((d) => (d.observed !== null && d.sensor === s ? d.observed : null)));
+  const byDate = new Map(events.map((e) => [e.date, e]));
+  data.push(series.map((d) => (byDate.has(d.date) ? byDate.get(d.date).observed : null)));
+  const label = index.toUpperCase();
+  const marks = [];
+  for (const ss of seasons) {
+    if (ss.start) marks.push({ date: ss.start, text: "start" });
+    if (ss.peak) marks.push({ date: ss.peak, text: "peak" });
+    if (ss.end) marks.push({ date: ss.end, text: "end" });
+  }
+  let aria =
+    `${label} daily estimate with its 80 % interval from ${series[0].date} to ${series[series.length - 1].date}; ` +
+    `${series.filter((d) => d.observed !== null).length} observations (${sensors.join(", ")}); ` +
+    (marks.length ? "season " + marks.map((m) => `${m.text} ${m.date}`).join(", ") + "; " : "") +
+    (events.length ? "events " + events.map((e) => `${e.kind} on ${e.date} (${fmt(e.magnitude)})`).join(", ") : "no events");
+  const none = () => null;
+  const plot = [
+    {},
+    { label: label + " estimate", scale: "y", stroke: "#1b1b1b", width: 1.5 },
+    { label: "lower 80 %", scale: "y", stroke: "rgba(31,95,42,0.35)", width: 1 },
+    { label: "upper 80 %", scale: "y", stroke: "rgba(31,95,42,0.35)", width: 1 },
+    ...sensors.map((s) => ({ label: s, scale: "y", stroke: sensorColor(s), paths: none, points: { show: true, size: 7, fill: sensorColor(s) } })),
+    { label: "events", scale: "y", stroke: "#c0392b", paths: none, points: { show: true, size: 12, width: 2, fill: "rgba(0,0,0,0)" } },
+  ];
+  const axes = [
+    { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } },
+    { scale: "y", stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" }, size: 50 },
+  ];
+  // The companion index (radar beside optical, or the reverse) keeps its
+  // second axis, as on the plain chart.
+  const other = companionIndex(index);
+  if (other) {
+    const m = new Map(datesOf(other).map((d) => [d.date, d.mean]));
+    data.push(series.map((d) => (m.has(d.date) ? m.get(d.date) : null)));
+    plot.push({ label: other.toUpperCase() + " mean", scale: "y2", stroke: "#4a74b4", width: 2, dash: [6, 4], spanGaps: true, points: { size: 6, fill: "#4a74b4" } });
+    axes.push({ scale: "y2", side: 1, stroke: "#4a74b4", grid: { show: false }, size: 50 });
+    aria += `; ${other.toUpperCase()} mean on the second axis: ` + datesOf(other).map((d) => `${d.date} ${fmt(d.mean)}`).join(", ");
+  }
+  el.dataset.series = [index, other].filter(Boolean).join(",");
+  el.dataset.days = String(series.length);
+  el.dataset.events = String(events.length);
+  el.dataset.marks = String(marks.length);
+  el.setAttribute("aria-label", aria);
+  const width = Math.max(el.clientWidth, 240);
+  state.chart = new uPlot(
+    {
+      width,
+      height: 190,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
-      axes: [{ stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" } }, { stroke: "#1b1b1b", grid: { stroke: "#e0e0e0" }, size: 50 }],
-      series: [
-        {},
-        { label: index.toUpperCase() + " mean", stroke: "#1f5f2a", width: 2, points: { size: 7, fill: "#1f5f2a" } },
-      ],
+      scales: { x: { time: true }, y: {}, y2: {} },
+      axes,
+      series: plot,
+      bands: [{ series: [3, 2], fill: "rgba(31,95,42,0.15)" }],
+      hooks: {
+        draw: [
+          (u) => {
+            const ctx = u.ctx;
+            ctx.save();
+            ctx.strokeStyle = "#8a6d00";
+            ctx.fillStyle = "#8a6d00";
+            ctx.setLineDash([4, 3]);
+            ctx.font = `${10 * devicePixelRatio}px sans-serif`;
+            for (const m of marks) {
+              const x = u.valToPos(Date.parse(m.date) / 1000, "x", true);
+              if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+              ctx.beginPath();
+              ctx.moveTo(x, u.bbox.top);
+              ctx.lineTo(x, u.bbox.top + u.bbox.height);
+              ctx.stroke();
+              ctx.fillText(m.text, x + 2, u.bbox.top + 10 * devicePixelRatio);
+            }
+            ctx.restore();
+          },
+        ],
+      },
     },
-    [xs, ys],
+    data,
     el,
   );
 }

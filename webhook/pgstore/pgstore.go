@@ -23,7 +23,7 @@ import (
 const MigrationLock int64 = 0x63726f706b6974 // "cropkit"
 
 // schemaVersion is the webhook component's version in cropkit_schema.
-const schemaVersion = 1
+const schemaVersion = 2
 
 var migrations = []string{
 	`CREATE TABLE webhook_registrations (
@@ -63,6 +63,12 @@ var migrations = []string{
 		response     TEXT    NOT NULL
 	);
 	CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, id);`,
+	// 2: opt-in topics per registration (sqlstore.Subscribe).
+	`CREATE TABLE webhook_subscriptions (
+		registration_id BIGINT NOT NULL,
+		topic           TEXT   NOT NULL,
+		PRIMARY KEY (registration_id, topic)
+	)`,
 }
 
 // New returns the webhook outbox on the PostgreSQL database db. Call

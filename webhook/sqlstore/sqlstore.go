@@ -72,6 +72,7 @@ var migrations = []string{
 		response     TEXT    NOT NULL
 	)`,
 	`CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (delivery_id, id)`,
+	subscriptionsTable,
 }
 
 // registrationsTable is the DDL of the registrations table named name.
@@ -357,6 +358,9 @@ func (s *Store) List(ctx context.Context, owner string) ([]Registration, error) 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list webhooks of %q: %w", owner, err)
 	}
+	if err := s.fillTopics(ctx, owner, regs); err != nil {
+		return nil, err
+	}
 	return regs, nil
 }
 
@@ -388,6 +392,9 @@ func (s *Store) delete(ctx context.Context, owner, cond string, key any) error {
 	}
 	if err := s.cancelPending(ctx, tx, id, "registration deleted"); err != nil {
 		return fmt.Errorf("delete webhook %v: %w", key, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM webhook_subscriptions WHERE registration_id = ?`), id); err != nil {
+		return fmt.Errorf("delete webhook %v: subscriptions: %w", key, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("delete webhook %v: %w", key, err)

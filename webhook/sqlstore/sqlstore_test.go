@@ -29,14 +29,14 @@ func TestMigrateIdempotent(t *testing.T) {
 			tables:  `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`,
 			version: `SELECT version FROM webhook_schema`,
 			// sqlite_sequence holds the AUTOINCREMENT counter of webhook_registrations.
-			names: []string{"sqlite_sequence", "webhook_attempts", "webhook_deliveries", "webhook_registrations", "webhook_schema"},
+			names: []string{"sqlite_sequence", "webhook_attempts", "webhook_deliveries", "webhook_registrations", "webhook_schema", "webhook_subscriptions"},
 			v:     2,
 		},
 		"postgres": {
 			tables:  `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
 			version: `SELECT version FROM cropkit_schema WHERE component = 'webhook'`,
-			names:   []string{"cropkit_schema", "webhook_attempts", "webhook_deliveries", "webhook_registrations"},
-			v:       1,
+			names:   []string{"cropkit_schema", "webhook_attempts", "webhook_deliveries", "webhook_registrations", "webhook_subscriptions"},
+			v:       2,
 		},
 	}
 	forEachBackend(t, func(t *testing.T, bk backend) {

@@ -166,7 +166,7 @@ func (a *Archive) Phenology(ctx context.Context, u User, fieldName, index string
 	}
 	out := api.Phenology{FieldName: fs.field.Name, Index: fs.index, Seasons: []api.PhenologySeason{}}
 	for _, w := range windows {
-		days, err := fs.model.Daily(w.season.From, w.season.To, timeseries.Options{Range: timeseries.PossibleRange(fs.ix)})
+		days, err := fs.model.Daily(w.season.From, w.season.To, timeseries.Options{Range: timeseries.PossibleRange(fs.ix), Smooth: true})
 		if err != nil {
 			return api.Phenology{}, fmt.Errorf("phenology of field %q: %w", fs.field.Name, err)
 		}

@@ -11,7 +11,7 @@
 // where clear_i is the observation's clear fraction and w_i a robustness
 // weight (1 for ordinary observations, smaller for outliers such as
 // undetected cloud). A Kalman filter and a Rauch–Tung–Striebel smoother give
-// each day's estimate (the smoothed level) and its variance, which grows
+// each day's smoothed level and its variance, which grows
 // between observations (a gap of d days adds about qS·d³/3) and with the
 // series' own variability (qS, qL and R are fitted to the data).
 //
@@ -21,8 +21,16 @@
 // weights on the standardised smoothed residuals so that isolated outliers
 // do not inflate the noise. Nothing is tuned to a data set.
 //
+// A day's estimate is the equal-weight combination of the smoothed level and
+// the linear interpolation between the observations around it (a forecast
+// combination: on the real data it brought every withheld fold at or under
+// linear interpolation, the smoother alone not);
+// Options.Smooth reports the smoothed level alone, which phenology measures.
+//
 // The interval of day t is estimate ± z·√(P[t] + R), z the normal quantile
-// of the level (1.2816 for 80 %): it is the interval of a clear observation
+// of the level (1.2816 for 80 %), with R·z² replaced by the empirical
+// quantile of the estimate's leave-one-out residuals from 10 observations
+// on: it is the interval of a clear observation
 // made that day, which is what a withheld image measures, not only of the
 // latent level.
 //

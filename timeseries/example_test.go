@@ -35,8 +35,8 @@ func ExampleDaily() {
 		fmt.Printf("%s %s  estimate %.2f  80 %% interval %.2f–%.2f\n", d.Date.Format(time.DateOnly), seen, d.Estimate, d.Lower, d.Upper)
 	}
 	// Output:
-	// 2019-05-01 sentinel-2a 0.64  estimate 0.65  80 % interval 0.61–0.68
-	// 2019-05-11 no image          estimate 0.71  80 % interval 0.67–0.75
-	// 2019-05-21 no image          estimate 0.77  80 % interval 0.73–0.81
-	// 2019-06-10 sentinel-2a 0.86  estimate 0.84  80 % interval 0.80–0.88
+	// 2019-05-01 sentinel-2a 0.64  estimate 0.64  80 % interval 0.60–0.69
+	// 2019-05-11 no image          estimate 0.70  80 % interval 0.65–0.76
+	// 2019-05-21 no image          estimate 0.76  80 % interval 0.70–0.81
+	// 2019-06-10 sentinel-2a 0.86  estimate 0.85  80 % interval 0.80–0.90
 }

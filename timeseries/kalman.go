@@ -207,8 +207,11 @@ func (r *run) looNoise(grid []int, obs []obsRow, weights []float64) float64 {
 }
 
 // looStandardized are the observations' leave-one-out residuals over their
-// predictive standard deviation in units of R, √(P_loo + r), unsigned.
-func (r *run) looStandardized(grid []int, obs []obsRow) []float64 {
+// predictive standard deviation in units of R, √(P_loo + r), unsigned. When
+// lin is given (per observation, the linear interpolation between the
+// neighbouring days' observations, NaN where there is none), the residual is
+// that of the combination w·smoother + (1 − w)·lin, the estimate Daily reports.
+func (r *run) looStandardized(grid []int, obs []obsRow, base, lin []float64, w float64) []float64 {
 	out := make([]float64, 0, len(obs))
 	k := 0
 	for i, day := range grid {
@@ -216,7 +219,10 @@ func (r *run) looStandardized(grid []int, obs []obsRow) []float64 {
 		for ; k < len(obs) && obs[k].day == day; k++ {
 			h := min(s.p00/obs[k].r, 0.999)
 			e := (obs[k].y - s.x0) / (1 - h)
-			out = append(out, math.Abs(e)/math.Sqrt(s.p00/(1-h)+obs[k].r))
+			if lin != nil && !math.IsNaN(lin[k]) {
+				e = w*e + (1-w)*(obs[k].y-lin[k])
+			}
+			out = append(out, math.Abs(e)/math.Sqrt(s.p00/(1-h)+base[k]))
 		}
 	}
 	return out

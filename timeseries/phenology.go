@@ -10,6 +10,10 @@ import (
 // start and end of a season when PhenologyOptions.Share is 0.
 const DefaultShare = 0.2
 
+// DefaultPeakShare is the share of the amplitude above which the curve is
+// in its middle of season when PhenologyOptions.PeakShare is 0.
+const DefaultPeakShare = 0.8
+
 // ErrNoSeason is returned when a window holds no rise and fall to measure:
 // fewer than three days of series, or a peak on its first or last day.
 var ErrNoSeason = errors.New("timeseries: no season in the window")
@@ -46,6 +50,10 @@ type PhenologyOptions struct {
 	// Share of the amplitude, in (0, 1), at which the rising and falling
 	// curve mark the start and end of season; 0 means DefaultShare.
 	Share float64
+	// PeakShare of the amplitude, in (Share, 1), at which the rising and
+	// falling curve bound the middle of season whose midpoint is the peak
+	// date; 0 means DefaultPeakShare.
+	PeakShare float64
 }
 
 // Metrics are one season's phenology, measured on the daily estimate.
@@ -55,8 +63,14 @@ type PhenologyOptions struct {
 // lowest estimates between it and the neighbouring peaks; the cycle with
 // the largest Integral is the season's. Of that cycle:
 //
-//   - Peak is the day of its highest estimate, PeakValue that estimate;
-//   - LeftBase and RightBase are its lowest estimates before and after the peak;
+//   - PeakValue is its highest estimate, Max the day of it;
+//   - LeftBase and RightBase are its lowest estimates before and after Max;
+//   - Peak is the middle of season (TIMESAT's definition): the midpoint of
+//     the days around Max on which the curve stays at or above
+//     PeakShare of the amplitude (LeftBase + PeakShare·(PeakValue −
+//     LeftBase) on the rising side, RightBase + PeakShare·(PeakValue −
+//     RightBase) on the falling side). On a plateau the highest day is a
+//     matter of noise; the middle of the plateau is not;
 //   - Start is the first day after the left base's day on which the
 //     estimate reaches LeftBase + Share·(PeakValue − LeftBase); End the
 //     first day after the peak on which it falls to RightBase +
@@ -67,6 +81,7 @@ type PhenologyOptions struct {
 type Metrics struct {
 	Season                        Season
 	Start, Peak, End              time.Time
+	Max                           time.Time
 	PeakValue, Amplitude          float64
 	LeftBase, RightBase, Integral float64
 	// Cycles counts the growth cycles found in the window.
@@ -91,6 +106,13 @@ func Phenology(days []Day, season Season, opts PhenologyOptions) (Metrics, error
 	if !(share > 0 && share < 1) {
 		return Metrics{}, fmt.Errorf("timeseries: phenology share %v outside (0, 1)", opts.Share)
 	}
+	peakShare := opts.PeakShare
+	if peakShare == 0 {
+		peakShare = DefaultPeakShare
+	}
+	if !(peakShare > share && peakShare < 1) {
+		return Metrics{}, fmt.Errorf("timeseries: phenology peak share %v outside (%v, 1)", opts.PeakShare, share)
+	}
 	from, to := epochDay(season.From), epochDay(season.To)
 	var w []Day
 	for _, d := range days {
@@ -112,7 +134,7 @@ func Phenology(days []Day, season Season, opts PhenologyOptions) (Metrics, error
 		if k+1 < len(peaks) {
 			hi = peaks[k+1]
 		}
-		m := cycle(w, lo, p, hi, share)
+		m := cycle(w, lo, p, hi, share, peakShare)
 		m.Season = season
 		if !found || m.Integral > best.Integral {
 			best, found = m, true
@@ -178,7 +200,7 @@ func prominentPeaks(w []Day) []int {
 }
 
 // cycle measures the growth cycle peaking at w[p] between w[lo] and w[hi].
-func cycle(w []Day, lo, p, hi int, share float64) Metrics {
+func cycle(w []Day, lo, p, hi int, share, peakShare float64) Metrics {
 	left, right := lo, p+1
 	for i := lo; i < p; i++ {
 		if w[i].Estimate < w[left].Estimate {
@@ -190,7 +212,7 @@ func cycle(w []Day, lo, p, hi int, share float64) Metrics {
 			right = i
 		}
 	}
-	m := Metrics{Peak: w[p].Date, PeakValue: w[p].Estimate, LeftBase: w[left].Estimate, RightBase: w[right].Estimate}
+	m := Metrics{Max: w[p].Date, PeakValue: w[p].Estimate, LeftBase: w[left].Estimate, RightBase: w[right].Estimate}
 	base := (m.LeftBase + m.RightBase) / 2
 	m.Amplitude = m.PeakValue - base
 	start, end := -1, -1
@@ -208,6 +230,24 @@ func cycle(w []Day, lo, p, hi int, share float64) Metrics {
 			break
 		}
 	}
+	// The middle of season: between the rising edge's first day at and
+	// the falling edge's last day at peakShare of the amplitude (dips on a
+	// plateau in between do not move it).
+	rise := p
+	for i := left; i <= p; i++ {
+		if w[i].Estimate >= m.LeftBase+peakShare*(m.PeakValue-m.LeftBase) {
+			rise = i
+			break
+		}
+	}
+	fall := p
+	for i := right; i >= p; i-- {
+		if w[i].Estimate >= m.RightBase+peakShare*(m.PeakValue-m.RightBase) {
+			fall = i
+			break
+		}
+	}
+	m.Peak = w[(rise+fall)/2].Date
 	if start >= 0 {
 		m.Start = w[start].Date
 	}

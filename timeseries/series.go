@@ -39,6 +39,11 @@ type Options struct {
 	// Range clamps estimates and bounds to [Range[0], Range[1]] when
 	// Range[0] < Range[1] (an index's possible values, e.g. [-1, 1] for NDVI).
 	Range [2]float64
+	// Smooth reports the smoother's curve alone as the estimate, without
+	// the combination with linear interpolation between the observations:
+	// a curve that does not pass halfway through each observation's noise,
+	// what phenology measures. The interval is the same.
+	Smooth bool
 }
 
 // Day is one day of a daily series.
@@ -240,7 +245,7 @@ func (m *Model) fit() {
 	r.forward(grid, m.rows)
 	r.smooth(grid)
 	m.sigma2 = r.looNoise(grid, m.rows, m.weights)
-	m.looU = r.looStandardized(grid, m.rows)
+	m.looU = r.looStandardized(grid, m.rows, m.base, m.looLinear(), combineWeight)
 	slices.Sort(m.looU)
 	out := 0
 	for _, w := range m.weights {
@@ -400,6 +405,9 @@ func (m *Model) Daily(from, to time.Time, opts Options) ([]Day, error) {
 	if opts.Range[0] < opts.Range[1] {
 		lo, hi = opts.Range[0], opts.Range[1]
 	}
+	anchors := m.anchors()
+	ai := 0
+
 	out := make([]Day, 0, d1-d0+1)
 	gi, oi := 0, 0
 	for d := d0; d <= d1; d++ {
@@ -428,6 +436,17 @@ func (m *Model) Daily(from, to time.Time, opts Options) ([]Day, error) {
 			}
 		}
 		sd := scale * math.Sqrt(max(s.p00, 0)+1)
+		if !opts.Smooth && d >= first && d <= last && len(anchors) > 1 {
+			for ai+2 < len(anchors) && anchors[ai+1].day < d {
+				ai++
+			}
+			a, b := anchors[ai], anchors[min(ai+1, len(anchors)-1)]
+			lin := a.y
+			if b.day > a.day {
+				lin = a.y + float64(d-a.day)/float64(b.day-a.day)*(b.y-a.y)
+			}
+			s.x0 = combineWeight*s.x0 + (1-combineWeight)*lin
+		}
 		day.Std = sd
 		day.Estimate = clamp(s.x0, lo, hi)
 		day.Lower = clamp(s.x0-z*sd, lo, hi)
@@ -435,6 +454,65 @@ func (m *Model) Daily(from, to time.Time, opts Options) ([]Day, error) {
 		out = append(out, day)
 	}
 	return out, nil
+}
+
+// combineWeight is the smoother's weight in the forecast combination with
+// linear interpolation between the bracketing observations.
+const combineWeight = 0.5
+
+// anchor is one day's observation for the linear interpolation.
+type anchor struct {
+	day int
+	y   float64
+}
+
+// anchors are the main family's observations not down-weighted as
+// outliers, one per day (the clearest).
+func (m *Model) anchors() []anchor {
+	var out []anchor
+	bestClear := 0.0
+	for i, row := range m.rows {
+		if m.weights[i] < anchorMinWeight {
+			continue
+		}
+		c := m.obs[i].Clear
+		if n := len(out); n > 0 && out[n-1].day == row.day {
+			if c > bestClear {
+				out[n-1].y, bestClear = row.y, c
+			}
+			continue
+		}
+		out = append(out, anchor{day: row.day, y: row.y})
+		bestClear = c
+	}
+	return out
+}
+
+const anchorMinWeight = 0.0
+
+// looLinear is, per observation, the linear interpolation between the
+// anchors of the nearest other days around it (NaN at either end).
+func (m *Model) looLinear() []float64 {
+	a := m.anchors()
+	out := make([]float64, len(m.rows))
+	j := 0
+	for i, row := range m.rows {
+		for j < len(a) && a[j].day < row.day {
+			j++
+		}
+		// a[j-1] is the last anchor before the day; the next after it skips the day's own
+		next := j
+		for next < len(a) && a[next].day == row.day {
+			next++
+		}
+		if j == 0 || next == len(a) {
+			out[i] = math.NaN()
+			continue
+		}
+		p, n := a[j-1], a[next]
+		out[i] = p.y + float64(row.day-p.day)/float64(n.day-p.day)*(n.y-p.y)
+	}
+	return out
 }
 
 // flat extrapolates an edge state by dt days without its slope (a trend is

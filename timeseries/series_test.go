@@ -132,3 +132,23 @@ func BenchmarkDailyFiveYears(b *testing.B) {
 		}
 	}
 }
+
+// TestDailyCombination: the estimate is the equal-weight combination of the
+// smoother (Options.Smooth) and linear interpolation between the bracketing
+// observations; the interval is the smoother's, recentred.
+func TestDailyCombination(t *testing.T) {
+	obs := synthetic(1, 10, 0.04, 3)
+	m, err := timeseries.Fit(obs)
+	require.NoError(t, err)
+	combined, err := m.Daily(day(0), day(360), timeseries.Options{})
+	require.NoError(t, err)
+	smooth, err := m.Daily(day(0), day(360), timeseries.Options{Smooth: true})
+	require.NoError(t, err)
+	for _, d := range []int{0, 100, 105, 173, 357} {
+		a, b := obs[d/10], obs[min(d/10+1, len(obs)-1)]
+		w := float64(d%10) / 10
+		lin := a.Value + w*(b.Value-a.Value)
+		assert.InDelta(t, (smooth[d].Estimate+lin)/2, combined[d].Estimate, 1e-9, "day %d", d)
+		assert.InDelta(t, smooth[d].Upper-smooth[d].Lower, combined[d].Upper-combined[d].Lower, 1e-9, "day %d", d)
+	}
+}

@@ -161,7 +161,7 @@ func (a *Archive) Authenticate(ctx context.Context, token string) (User, Token, 
 	if token == "" {
 		return User{}, Token{}, errorf(ErrUnauthenticated, "missing token: send Authorization: Bearer <token> or the token parameter")
 	}
-	u, t, err := a.store.UserByToken(ctx, tokenHash(token), time.Now())
+	u, t, err := a.userByToken(ctx, tokenHash(token), time.Now())
 	if errors.Is(err, ErrNotFound) {
 		return User{}, Token{}, errorf(ErrUnauthenticated, "invalid, expired or revoked token")
 	}
@@ -177,6 +177,7 @@ func (a *Archive) RefreshToken(ctx context.Context, u User, t Token) (string, er
 	if _, err := a.store.RevokeTokens(ctx, u.ID, t.ID); err != nil {
 		return "", err
 	}
+	a.changed(ctx, true, false)
 	return fresh, nil
 }
 
@@ -187,7 +188,11 @@ func (a *Archive) Tokens(ctx context.Context, u User) ([]Token, error) {
 
 // RevokeTokens revokes token id of the account (0: every token) and returns how many.
 func (a *Archive) RevokeTokens(ctx context.Context, u User, id int64) (int, error) {
-	return a.store.RevokeTokens(ctx, u.ID, id)
+	n, err := a.store.RevokeTokens(ctx, u.ID, id)
+	if err == nil && n > 0 {
+		a.changed(ctx, true, false)
+	}
+	return n, err
 }
 
 // EnsureAdmin creates the account "admin" with a fresh token when the

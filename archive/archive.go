@@ -94,6 +94,7 @@ type Archive struct {
 	hook      func(string)
 	hooks     *webhooks
 	logins    chan struct{} // bcrypt slots
+	cache     *readCache    // hot reads in memory (readcache.go); nil: none
 	// closeBlobs: Close closes blobs too (Config.CloseBlobs).
 	closeBlobs bool
 	// outlines orders, within this process, an upload's write and version
@@ -128,6 +129,7 @@ func New(cfg Config) (*Archive, error) {
 		a.cat = imagery.NewCatalogue()
 	}
 	a.render = render.New(a.cat)
+	a.cache = newReadCache(cfg.Store)
 	if a.minClear <= 0 {
 		a.minClear = DefaultMinClear
 	}

@@ -20,3 +20,12 @@ func (a *Archive) IngestFieldSafe(ctx context.Context, scene *imagery.Scene, ban
 
 // SameGeometry is sameGeometry.
 var SameGeometry = sameGeometry
+
+// CachesReads reports whether the archive keeps its read caches.
+func (a *Archive) CachesReads() bool { return a.cache != nil }
+
+// TokenCached reports whether token's account is in the token cache.
+func (a *Archive) TokenCached(token string) bool {
+	_, ok := a.cache.tokens.get(tokenHash(token))
+	return ok
+}

@@ -150,7 +150,7 @@ func (a *Archive) Field(ctx context.Context, u User, name string, withGeometry b
 	canonical := FieldName(name)
 	load := a.store.FieldByName
 	if !withGeometry {
-		load = a.store.FieldSummary
+		load = a.fieldSummary
 	}
 	f, err := load(ctx, u.ID, canonical)
 	if errors.Is(err, ErrNotFound) && canonical != name {
@@ -226,6 +226,7 @@ func (a *Archive) UpdateField(ctx context.Context, u User, in FieldInput) (Field
 	if err != nil {
 		return Field{}, err
 	}
+	a.changed(ctx, false, true)
 	a.step("update:after-commit")
 	a.deleteBlobs(ctx, dropped)
 	if newOutline {
@@ -299,6 +300,7 @@ func (a *Archive) DeleteField(ctx context.Context, u User, name string) error {
 	} else if err != nil {
 		return err
 	}
+	a.changed(ctx, false, true)
 	a.step("delete:after-commit")
 	// A writer racing this delete (an ingestion, an upload) removes what it
 	// wrote when it finds the field gone; ids are never reused; Sweep

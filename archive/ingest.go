@@ -315,6 +315,7 @@ func (a *Archive) ingestField(ctx context.Context, scene *imagery.Scene, sceneBa
 		}
 		return out, err
 	}
+	a.changed(ctx, false, true)
 	a.step("ingest:after-commit")
 	a.deleteBlobs(ctx, rr.Replaced)
 	out.notified = rr.Notified

@@ -63,7 +63,7 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 	if err != nil {
 		return Image{}, err
 	}
-	products, err := a.store.Products(ctx, ProductQuery{FieldID: f.ID, Index: index, UsableOnly: true, Family: family})
+	products, err := a.usableProducts(ctx, f, index, family)
 	if err != nil {
 		return Image{}, err
 	}
@@ -77,7 +77,8 @@ func (a *Archive) Image(ctx context.Context, u User, q ImageQuery) (Image, error
 	i := ClosestDate(products, q.Date)
 	img := Image{Field: f, Index: index, Product: products[i]}
 	if i > 0 {
-		img.Prev = &products[i-1]
+		prev := products[i-1] // a copy: products may be the cache's
+		img.Prev = &prev
 	}
 	return img, nil
 }
@@ -166,6 +167,13 @@ func (img Image) MeanVariation() (float64, *string) { return meanVariation(img.P
 
 // File reads the image's png or json as stored in its date's bundle.
 func (a *Archive) File(ctx context.Context, img Image, ext string) ([]byte, error) {
+	return a.cachedDoc(docKey{bundle: img.Product.Bundle, file: img.Index + "." + ext}, func() ([]byte, error) {
+		return a.readFile(ctx, img, ext)
+	})
+}
+
+// readFile reads the image's png or json from its bundle.
+func (a *Archive) readFile(ctx context.Context, img Image, ext string) ([]byte, error) {
 	key := img.Product.Bundle
 	ra, size, closer, err := a.openBlob(ctx, key)
 	if err != nil {
@@ -196,16 +204,19 @@ func (a *Archive) PNG(ctx context.Context, img Image) ([]byte, error) { return a
 // previous_date) against the previous usable image, computed now: stored
 // documents carry none, so ingesting an older date later stays right.
 func (a *Archive) ReportJSON(ctx context.Context, img Image) ([]byte, error) {
-	doc, err := a.File(ctx, img, "json")
-	if err != nil {
-		return nil, err
-	}
 	mv, prev := img.MeanVariation()
 	p := ""
 	if prev != nil {
 		p = *prev
 	}
-	return imagery.SetReportVariation(doc, mv, p)
+	// The answer, not only the stored document, is kept: a download is then a map lookup.
+	return a.cachedDoc(docKey{bundle: img.Product.Bundle, file: img.Index + ".json answer", prev: p, variation: mv}, func() ([]byte, error) {
+		doc, err := a.readFile(ctx, img, "json")
+		if err != nil {
+			return nil, err
+		}
+		return imagery.SetReportVariation(doc, mv, p)
+	})
 }
 
 // Values are the image's stored pixel values (NaN where null), row-major

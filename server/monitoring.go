@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,24 @@ const maxItemsListed = 1000
 type monitoring struct {
 	latency *prometheus.HistogramVec
 	metrics http.Handler
+	// observers caches latency's series by label values (seriesKey): a
+	// map lookup instead of hashing the label strings per request.
+	observers sync.Map
+}
+
+type seriesKey struct {
+	route, method string
+	code          int
+}
+
+func (m *monitoring) observer(route, method string, code int) prometheus.Observer {
+	k := seriesKey{route, method, code}
+	if o, ok := m.observers.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.latency.WithLabelValues(route, method, strconv.Itoa(code))
+	m.observers.Store(k, o)
+	return o
 }
 
 func newMonitoring(reg *prometheus.Registry) *monitoring {
@@ -105,17 +124,16 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		if r.URL.Path == "/metrics" {
 			s.serveMetrics(sw, r)
 		} else {
-			route = "unmatched"
-			if _, pattern := s.mux.Handler(r); pattern != "" {
-				route = pattern
-			}
 			next.ServeHTTP(sw, r)
+			// The mux set the pattern it routed by (dispatch passes r on):
+			// no second routing of the request here.
+			route = cmp.Or(r.Pattern, "unmatched")
 		}
 		code := sw.status
 		if code == 0 {
 			code = http.StatusOK
 		}
-		s.mon.latency.WithLabelValues(route, r.Method, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+		s.mon.observer(route, r.Method, code).Observe(time.Since(start).Seconds())
 	})
 }
 

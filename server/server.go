@@ -290,6 +290,11 @@ func (s *Server) operation(rt route) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		c := &call{}
 		if rt.access != public {
+			// One check of the archive's change generations for all of
+			// this request's cached reads (token, field, products).
+			if ctx := s.core.Fresh(r.Context()); ctx != r.Context() {
+				r = r.WithContext(ctx)
+			}
 			if terr != nil {
 				s.fail(w, r, terr)
 				return

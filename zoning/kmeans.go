@@ -442,7 +442,7 @@ type sorted1D struct {
 func newSorted1D(data []float64) *sorted1D {
 	n := len(data)
 	x := slices.Clone(data)
-	slices.Sort(x)
+	sortFloats(x)
 	var mu float64
 	for _, v := range x {
 		mu += v

@@ -24,10 +24,15 @@ func refine(ctx context.Context, labels []int32, feat []float64, dim, k, cols, r
 	n := cols * rows
 	var id []int32
 	var size []int
+	var rl regionLabeller // its buffers serve every sweep
 	regions := func() {
 		var nr int
-		id, nr = countRegions(labels, cols, rows)
-		size = make([]int, nr)
+		id, nr = rl.label(labels, cols, rows)
+		if cap(size) < nr {
+			size = make([]int, nr)
+		}
+		size = size[:nr]
+		clear(size)
 		for _, r := range id {
 			if r >= 0 {
 				size[r]++
@@ -66,6 +71,12 @@ func refine(ctx context.Context, labels []int32, feat []float64, dim, k, cols, r
 				continue
 			}
 			c, row := p%cols, p/cols
+			// Most pixels lie inside their region: with no 4-neighbour of
+			// another zone there is nothing to weigh.
+			if (c == 0 || labels[p-1] == a || labels[p-1] == 0) && (c == cols-1 || labels[p+1] == a || labels[p+1] == 0) &&
+				(row == 0 || labels[p-cols] == a || labels[p-cols] == 0) && (row == rows-1 || labels[p+cols] == a || labels[p+cols] == 0) {
+				continue
+			}
 			f := feat[p*dim : (p+1)*dim]
 			best, bestD, bestQ := a, dist2Centre(f, mean[int(a)*dim:]), -1
 			for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {

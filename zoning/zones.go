@@ -745,34 +745,94 @@ func featureVR(labels []int32, feat []float64, dim, k int) float64 {
 }
 
 // countRegions returns the 4-connected regions of equal non-zero labels:
-// their id per pixel (-1 at 0) and their number.
+// their id per pixel (-1 at 0) and their number, regions numbered in the
+// order of their first pixel (row-major).
 func countRegions(labels []int32, cols, rows int) ([]int32, int) {
-	id := make([]int32, len(labels))
-	for i := range id {
-		id[i] = -1
+	var rl regionLabeller
+	return rl.label(labels, cols, rows)
+}
+
+// regionLabeller numbers 4-connected regions in two scans with union-find
+// (provisional ids from the left and upper neighbours, then their roots):
+// sequential passes instead of a flood fill's random walk, and its buffers
+// are kept for the next call (refine relabels every sweep).
+type regionLabeller struct {
+	id     []int32
+	parent []int32
+	final  []int32
+}
+
+func (rl *regionLabeller) find(x int32) int32 {
+	p := rl.parent
+	for p[x] != x {
+		p[x] = p[p[x]]
+		x = p[x]
 	}
-	n := 0
-	var queue []int
-	for s, l := range labels {
-		if l == 0 || id[s] >= 0 {
-			continue
-		}
-		id[s] = int32(n)
-		queue = append(queue[:0], s)
-		for h := 0; h < len(queue); h++ {
-			p := queue[h]
-			c := p % cols
-			for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
-				if (q == p-1 && c == 0) || (q == p+1 && c == cols-1) || q < 0 || q >= len(labels) {
-					continue
-				}
-				if id[q] < 0 && labels[q] == l {
-					id[q] = int32(n)
-					queue = append(queue, q)
+	return x
+}
+
+// label is countRegions into rl's buffers (the returned slice is rl's).
+func (rl *regionLabeller) label(labels []int32, cols, rows int) ([]int32, int) {
+	n := len(labels)
+	if cap(rl.id) < n {
+		rl.id = make([]int32, n)
+	}
+	id := rl.id[:n]
+	parent := rl.parent[:0]
+	for r := range rows {
+		row := labels[r*cols : (r+1)*cols]
+		ids := id[r*cols : (r+1)*cols]
+		for c, l := range row {
+			if l == 0 {
+				ids[c] = -1
+				continue
+			}
+			left, up := int32(-1), int32(-1)
+			if c > 0 && row[c-1] == l {
+				left = ids[c-1]
+			}
+			if r > 0 && labels[(r-1)*cols+c] == l {
+				up = id[(r-1)*cols+c]
+			}
+			switch {
+			case left < 0 && up < 0:
+				ids[c] = int32(len(parent))
+				parent = append(parent, int32(len(parent)))
+			case up < 0:
+				ids[c] = left
+			case left < 0 || left == up:
+				ids[c] = up
+			default:
+				ids[c] = left
+				rl.parent = parent
+				a, b := rl.find(left), rl.find(up)
+				if a != b { // the older root stays: roots are then first pixels
+					parent[max(a, b)] = min(a, b)
 				}
 			}
 		}
-		n++
 	}
-	return id, n
+	rl.parent = parent
+	// Final ids: roots numbered in order of their first pixel. A root is a
+	// region's smallest provisional id, and provisional ids are given in
+	// scan order, so numbering roots by increasing id is that order.
+	if cap(rl.final) < len(parent) {
+		rl.final = make([]int32, len(parent))
+	}
+	final := rl.final[:len(parent)]
+	count := int32(0)
+	for i := range parent {
+		if r := rl.find(int32(i)); r == int32(i) {
+			final[i] = count
+			count++
+		} else {
+			final[i] = final[r]
+		}
+	}
+	for i, v := range id {
+		if v >= 0 {
+			id[i] = final[v]
+		}
+	}
+	return id, int(count)
 }

@@ -126,6 +126,8 @@ var pgMigrations = []string{
 	pgMigrationSensors,
 	// Version 4: the weather cache (rowstore_weather.go).
 	migrationWeatherPostgres,
+	// Version 5: change generations for the read caches (generations.go).
+	migrationGenerations,
 }
 
 // OpenPostgres connects to the PostgreSQL database of dsn

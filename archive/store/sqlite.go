@@ -69,6 +69,9 @@ func OpenSQLite(ctx context.Context, path string, create bool) (archive.Store, e
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
+	// Keep every reader: a connection closed as idle loses its prepared
+	// statements, and re-parsing them was a quarter of a download's cost.
+	rdb.SetMaxIdleConns(8)
 	s.rdb = rdb
 	return s, nil
 }
@@ -215,6 +218,8 @@ var migrations = []string{
 	migrationSensors,
 	// Version 7: the weather cache (rowstore_weather.go).
 	migrationWeatherSQLite,
+	// Version 8: change generations for the read caches (generations.go).
+	migrationGenerations,
 }
 
 func (s *sqliteStore) migrate(ctx context.Context) error {

@@ -29,7 +29,7 @@ import (
 //	              [--webhook-retry-base 5s] [--webhook-timeout 15s] [--webhook-allow-private] [--webhook-concurrency 8]
 //	              [--ingest-allow-private] [--shutdown-grace 15s]
 //	              [--catalog URL [--collection sentinel-2-l2a] [--poll 1h] [--backfill 90d] [--max-cloud 80]]
-//	              [--db URL --blobs URL] [--jobs=false]
+//	              [--db URL --blobs URL] [--jobs=false] [--pprof 127.0.0.1:6060]
 //
 // The first start creates the account "admin" and prints its token once.
 // --demo registers the bundled sample's fields for admin, ingests its scenes
@@ -59,6 +59,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	grace := fs.Duration("shutdown-grace", 15*time.Second, "on SIGTERM, how long requests in flight may finish before they are cancelled")
 	tokenTTL := fs.Duration("token-ttl", 0, "lifetime of new tokens, e.g. 720h (0: tokens do not expire)")
 	weatherFlags := addWeatherFlags(fs)
+	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof, /debug/pprof/) on this loopback HOST:PORT (off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,13 +89,25 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer ln.Close()
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	// Log lines (one per request) are written in batches: see bufferedLog.
+	logOut := newBufferedLog(stderr, 100*time.Millisecond)
+	defer logOut.Close()
+	logger := slog.New(slog.NewTextHandler(logOut, nil))
 	if *tokenTTL < 0 {
 		return errors.New("--token-ttl must not be negative")
 	}
 	weatherCfg, err := weatherFlags.config()
 	if err != nil {
 		return err
+	}
+	if *pprofAddr != "" {
+		pctx, stopPprof := context.WithCancel(ctx)
+		defer stopPprof()
+		at, err := startPprof(pctx, *pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "profiles on http://%s/debug/pprof/\n", at)
 	}
 	reg, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery

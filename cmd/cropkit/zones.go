@@ -54,9 +54,17 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	simplify := fs.Float64("simplify", 0, "simplify zone boundaries with this tolerance in metres, without gaps (0: pixel edges)")
 	seed := fs.Uint64("seed", 0, "k-means seed")
 	timings := fs.Bool("timings", false, "print step times to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	signURL := signURLFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if len(scenes) == 0 || *fieldsPath == "" || *k == 0 || *out == "" {
 		fs.Usage()

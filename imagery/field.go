@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/paulmach/orb"
 
@@ -36,6 +37,10 @@ type FieldRaster struct {
 	// backscatter power), NaN where the band has no data (DN 0 or the
 	// file's nodata value) or lies outside the band's extent.
 	Bands map[string][]float64
+	// decibels holds, for the radar bands stored in dB, the values as
+	// read (before 10^(v/10)): an index that is a band in dB (vv, vh) takes
+	// them instead of converting the linear power back with a log.
+	decibels map[string][]float64
 }
 
 // ProjectField reprojects a field given in EPSG:4326 to the scene's CRS.
@@ -151,10 +156,18 @@ func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []
 		if _, done := fr.Bands[name]; done {
 			continue
 		}
-		v, err := s.readReflectance(ctx, s.bands[name], sub)
+		b := s.bands[name]
+		v, err := s.readScaled(ctx, b, sub)
 		if err != nil {
 			return nil, err
 		}
+		if b.decibel {
+			if fr.decibels == nil {
+				fr.decibels = make(map[string][]float64, len(bands))
+			}
+			fr.decibels[name] = slices.Clone(v)
+		}
+		b.finish(v)
 		fr.Bands[name] = v
 	}
 	clear, err := s.readMask(ctx, sub)
@@ -291,8 +304,10 @@ func (r resampling) identity() bool {
 	return true
 }
 
-// readReflectance returns b's reflectance on target, NaN where b has no data.
-func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) ([]float64, error) {
+// readScaled returns b's values on target after its scale and offset
+// (reflectance, or radar backscatter in the file's unit), NaN where b has
+// no data; finish turns them into what indices use.
+func (s *Scene) readScaled(ctx context.Context, b *band, target geo.Grid) ([]float64, error) {
 	if err := s.open(ctx, b); err != nil {
 		return nil, err
 	}
@@ -321,7 +336,6 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 	}
 	if rs.identity() { // same grid as the scene: convert in place
 		cv.convert(dn, dn)
-		b.finish(dn)
 		return dn, nil
 	}
 	nan := math.NaN()
@@ -344,7 +358,6 @@ func (s *Scene) readReflectance(ctx context.Context, b *band, target geo.Grid) (
 		}
 		cv.convert(line, line)
 	}
-	b.finish(out)
 	return out, nil
 }
 

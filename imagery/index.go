@@ -42,6 +42,12 @@ type Index struct {
 	// reflectance of Bands[k]. All slices have the same length. Results that
 	// are not finite mark the pixel as unusable; inputs may be NaN (no data).
 	Compute func(b [][]float64, out []float64)
+
+	// bandDecibels marks an index that is its single band in dB and whose
+	// Linear is that band: on a scene storing the band in dB, Product
+	// takes the dB values as read instead of Compute's log of the linear
+	// power (the same values to an ulp, a log less per pixel).
+	bandDecibels bool
 }
 
 // Catalogue is a set of indices by name. The zero value is empty; NewCatalogue
@@ -308,13 +314,13 @@ func Builtins() []Index {
 			Compute: normalizedDifference,
 		},
 		{
-			Name: "vv", Sensors: radar(), Decibel: true, Range: [2]float64{-25, 0}, Formula: "10·log10(VV)", Bands: []string{"VV"},
+			Name: "vv", Sensors: radar(), Decibel: true, Range: [2]float64{-25, 0}, Formula: "10·log10(VV)", Bands: []string{"VV"}, bandDecibels: true,
 			Source:  "Sentinel-1 co-polarised backscatter (σ0 or γ0) in dB",
 			Compute: func(b [][]float64, out []float64) { decibels(b[0], out) },
 			Linear:  func(b [][]float64, out []float64) { copy(out, b[0]) },
 		},
 		{
-			Name: "vh", Sensors: radar(), Decibel: true, Range: [2]float64{-30, -5}, Formula: "10·log10(VH)", Bands: []string{"VH"},
+			Name: "vh", Sensors: radar(), Decibel: true, Range: [2]float64{-30, -5}, Formula: "10·log10(VH)", Bands: []string{"VH"}, bandDecibels: true,
 			Source:  "Sentinel-1 cross-polarised backscatter (σ0 or γ0) in dB",
 			Compute: func(b [][]float64, out []float64) { decibels(b[0], out) },
 			Linear:  func(b [][]float64, out []float64) { copy(out, b[0]) },

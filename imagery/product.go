@@ -102,6 +102,18 @@ func resolve(cat *Catalogue, names []string) ([]Index, []string, error) {
 	return idx, bands, nil
 }
 
+// bandDecibels is the dB values as read of ix's band when ix is that band
+// in dB and the scene stores it in dB, else nil.
+func (fr *FieldRaster) bandDecibels(ix Index) []float64 {
+	if !ix.bandDecibels || len(ix.Bands) != 1 {
+		return nil
+	}
+	if db := fr.decibels[ix.Bands[0]]; len(db) == len(fr.Bands[ix.Bands[0]]) {
+		return db
+	}
+	return nil
+}
+
 // Product computes ix over the field raster, which must hold ix.Bands. Its
 // Date is left zero. Stats.Num is 0 when no pixel is usable.
 func (fr *FieldRaster) Product(ix Index) (Product, error) {
@@ -118,10 +130,16 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 		in[k] = v
 	}
 	values := make([]float64, n)
-	ix.Compute(in, values)
 	// A dB index's mean is that of the linear quantity, over the same pixels.
 	var linear []float64
-	if ix.Decibel {
+	if db := fr.bandDecibels(ix); db != nil {
+		// The band in dB as read, and its linear power: no log per pixel.
+		copy(values, db)
+		linear = in[0]
+	} else {
+		ix.Compute(in, values)
+	}
+	if ix.Decibel && linear == nil {
 		linear = make([]float64, n)
 		if ix.Linear != nil {
 			ix.Linear(in, linear)

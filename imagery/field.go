@@ -65,7 +65,7 @@ func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []s
 	if err != nil {
 		return nil, err
 	}
-	fr, release, err := s.readProjected(ctx, projected, bands, 0)
+	fr, release, err := s.readProjected(ctx, projected, bands, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +75,9 @@ func (s *Scene) ReadField(ctx context.Context, field orb.MultiPolygon, bands []s
 
 // readProjected is ReadField for a field already in the scene CRS. It
 // reserves the read's memory (for indices products to follow) from the
-// scene's budget; the caller calls release once done with the arrays.
-func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands []string, indices int) (fr *FieldRaster, release func(), err error) {
+// scene's budget; the caller calls release once done with the arrays. Of
+// the bands named in keepDecibels it also keeps the dB values as read.
+func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands, keepDecibels []string, indices int) (fr *FieldRaster, release func(), err error) {
 	if err := s.CheckBands(bands...); err != nil {
 		return nil, nil, err
 	}
@@ -101,7 +102,7 @@ func (s *Scene) readProjected(ctx context.Context, field orb.MultiPolygon, bands
 	if err != nil {
 		return nil, nil, err
 	}
-	fr, err = s.readWindow(ctx, field, bands, win, full)
+	fr, err = s.readWindow(ctx, field, bands, keepDecibels, win, full)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -125,7 +126,7 @@ func fieldWindow(g geo.Grid, b orb.Bound) geo.Window {
 
 // readWindow reads bands and the mask under field, whose bounding window is
 // win, the part in the scene of full, the field's whole window.
-func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []string, win, full geo.Window) (*FieldRaster, error) {
+func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands, keepDecibels []string, win, full geo.Window) (*FieldRaster, error) {
 	sub := s.grid.Sub(win)
 	inField := geo.Rasterize(field, sub)
 	if len(inField) != win.Len() {
@@ -161,13 +162,17 @@ func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands []
 		if err != nil {
 			return nil, err
 		}
-		if b.decibel {
+		if b.decibel && slices.Contains(keepDecibels, name) {
 			if fr.decibels == nil {
-				fr.decibels = make(map[string][]float64, len(bands))
+				fr.decibels = make(map[string][]float64, len(keepDecibels))
 			}
-			fr.decibels[name] = slices.Clone(v)
+			fr.decibels[name] = v
+			lin := make([]float64, len(v))
+			toLinear(lin, v)
+			v = lin
+		} else {
+			b.finish(v)
 		}
-		b.finish(v)
 		fr.Bands[name] = v
 	}
 	clear, err := s.readMask(ctx, sub)
@@ -366,18 +371,19 @@ func (s *Scene) readScaled(ctx context.Context, b *band, target geo.Grid) ([]flo
 func (b *band) finish(v []float64) {
 	switch {
 	case b.decibel:
-		toLinear(v)
+		toLinear(v, v)
 	case b.landsat:
 		b.hls.harmonize(v)
 	}
 }
 
-// toLinear turns dB values into linear power, 10^(v/10), in place (NaN
-// stays NaN), as e^(v·ln10/10): math.Exp is several times faster than
-// math.Pow and agrees to an ulp or two.
-func toLinear(v []float64) {
-	for i, x := range v {
-		v[i] = math.Exp(x * dBToLn)
+// toLinear writes the linear power 10^(v/10) of the dB values db into lin
+// (NaN stays NaN; the two may be the same slice), as e^(v·ln10/10):
+// math.Exp is several times faster than math.Pow and agrees to an ulp or two.
+func toLinear(lin, db []float64) {
+	lin = lin[:len(db)]
+	for i, x := range db {
+		lin[i] = math.Exp(x * dBToLn)
 	}
 }
 

@@ -54,7 +54,14 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 			return nil, fmt.Errorf("%w: %s applies to %v, scene %s is %s", ErrSensorMismatch, ix.Name, ix.Sensors, s.id, s.sensor)
 		}
 	}
-	fr, release, err := s.readProjected(ctx, field, bands, len(idx))
+	// The bands vv and vh take in dB, as read, beside their linear power.
+	var keepDecibels []string
+	for _, ix := range idx {
+		if ix.bandDecibels && len(ix.Bands) == 1 {
+			keepDecibels = append(keepDecibels, ix.Bands[0])
+		}
+	}
+	fr, release, err := s.readProjected(ctx, field, bands, keepDecibels, len(idx))
 	if err != nil {
 		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
 	}
@@ -145,7 +152,7 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 			ix.Linear(in, linear)
 		} else {
 			copy(linear, values)
-			toLinear(linear)
+			toLinear(linear, linear)
 		}
 	}
 	// The field's pixels beyond the scene have no data: not clear.

@@ -34,7 +34,7 @@ func TestBandDecibelsMatchLog(t *testing.T) {
 			g := s.Grid()
 			chip := orb.MultiPolygon{{{{g.X0 + 1, g.Y0 - 1}, {g.X0 + g.DX*float64(g.Cols) - 1, g.Y0 - 1},
 				{g.X0 + g.DX*float64(g.Cols) - 1, g.Y0 - g.DY*float64(g.Rows) + 1}, {g.X0 + 1, g.Y0 - g.DY*float64(g.Rows) + 1}, {g.X0 + 1, g.Y0 - 1}}}}
-			fr, release, err := s.readProjected(ctx, chip, []string{"VV", "VH"}, 2)
+			fr, release, err := s.readProjected(ctx, chip, []string{"VV", "VH"}, []string{"VV", "VH"}, 2)
 			require.NoError(t, err)
 			release()
 			require.NoError(t, s.Close())

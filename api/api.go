@@ -12,6 +12,14 @@ import (
 	"github.com/paulmach/orb"
 )
 
+// IngestRequest is the JSON body of /scenes/ingest: the scene's source (a
+// folder the server reads, a STAC item path or URL) and, for a scene without
+// one in its metadata or name, its date.
+type IngestRequest struct {
+	Source string `json:"source"`
+	Date   string `json:"date,omitempty"`
+}
+
 // IngestResult summarises the ingestion of one scene (POST /scenes/ingest).
 type IngestResult struct {
 	Scene string `json:"scene"`

@@ -229,10 +229,10 @@ type BoundaryProperties struct {
 }
 
 // FieldSeasons is a field's metadata seasons (/fields/metadata/list): §2.2
-// records by start date, as the metadata package encodes them.
+// records by start date (metadata.Seasons.API).
 type FieldSeasons struct {
-	FieldName string          `json:"field_name"`
-	Seasons   json.RawMessage `json:"seasons"`
+	FieldName string           `json:"field_name"`
+	Seasons   []MetadataRecord `json:"seasons"`
 }
 
 // MetadataRegistered answers /fields/metadata/register.

@@ -279,9 +279,7 @@ func (c *Client) RegisterMetadata(ctx context.Context, rec MetadataRecord) (Meta
 
 // ListMetadata returns a field's seasons by start date.
 func (c *Client) ListMetadata(ctx context.Context, fieldName string) ([]MetadataRecord, error) {
-	var out struct {
-		Seasons []MetadataRecord `json:"seasons"`
-	}
+	var out api.FieldSeasons
 	return out.Seasons, c.call(ctx, request{path: "/fields/metadata/list", query: query("field_name", fieldName)}, &out)
 }
 

@@ -69,7 +69,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
 	fs.StringVar(&job.signURL, "sign-url", "", signURLUsage)
 	fs.StringVar(&job.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

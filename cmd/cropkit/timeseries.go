@@ -52,7 +52,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs.StringVar(&out, "out", "", "output folder: OUT/<field>/<index>.json")
 	fs.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "scenes read concurrently")
 	fs.StringVar(&signURL, "sign-url", "", signURLUsage)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -32,12 +32,14 @@ func TestTimeseriesCommandRealScenes(t *testing.T) {
 	entries, err := os.ReadDir(place)
 	require.NoError(t, err)
 	var without, with []string
+	globbed := []string{"--scene"} // --scene DIR DIR …, as a shell glob gives them
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		arg := []string{"--scene", filepath.Join(place, e.Name())}
 		with = append(with, arg...)
+		globbed = append(globbed, filepath.Join(place, e.Name()))
 		if e.Name() != "2019-06-20" {
 			without = append(without, arg...)
 		}
@@ -50,7 +52,7 @@ func TestTimeseriesCommandRealScenes(t *testing.T) {
 		// The neighbours (0.750 on 06-10, 0.718 on 06-30) say less than the
 		// withheld date: no interpolation reaches it.
 		tolerance float64
-	}{{"withheld", without, false, 0.12}, {"given", with, true, 0.03}} {
+	}{{"withheld", without, false, 0.12}, {"given", with, true, 0.03}, {"globbed", globbed, true, 0.03}} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := t.TempDir()
 			args := append(append([]string{}, tt.scenes...), "--fields", fields, "--index", "ndvi",

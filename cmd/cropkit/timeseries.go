@@ -169,6 +169,12 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	if written == 0 {
 		return errors.New("no series written: no field has a usable observation")
 	}
+	// A field left out of the fields file (an invalid polygon, no name) is
+	// a failure of the batch even though the others were written: exit
+	// non-zero, naming it, as cropkit index does.
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problem(s), the other fields were written: %s", len(problems), strings.Join(problems, "; "))
+	}
 	return nil
 }
 

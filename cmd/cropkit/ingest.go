@@ -29,7 +29,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	dateFlag := fs.String("date", "", "acquisition date YYYY-MM-DD for scenes without one in their metadata or name")
 	workers := fs.Int("workers", 0, "fields ingested concurrently (0: number of CPUs)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
-	signURL := signURLFlag(fs)
+	remote := addRemoteFlags(fs)
 	scenes, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger, SignURL: *signURL})
+	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger, SignURL: remote.signURL, IngestAllowHosts: remote.allowHosts})
 	if errors.Is(err, archive.ErrNotFound) {
 		return fmt.Errorf("--data %s: no cropkit data directory there (start `cropkit serve --data %s` once to create it)", *dataDir, *dataDir)
 	}

@@ -43,15 +43,14 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	var scenes stringList
 	var fieldsPath, indexList, from, to, out string
 	var workers int
-	var signURL string
-	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable; every sensor whose bands the index uses)")
+		fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable; every sensor whose bands the index uses)")
 	fs.StringVar(&fieldsPath, "fields", "", "GeoJSON FeatureCollection of field polygons (EPSG:4326; name from properties.field_name or name)")
 	fs.StringVar(&indexList, "index", "", "comma-separated indices: "+strings.Join(imagery.NewCatalogue().Names(), ","))
 	fs.StringVar(&from, "from", "", "first day of the series, YYYY-MM-DD")
 	fs.StringVar(&to, "to", "", "last day of the series, YYYY-MM-DD")
 	fs.StringVar(&out, "out", "", "output folder: OUT/<field>/<index>.json")
 	fs.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "scenes read concurrently")
-	fs.StringVar(&signURL, "sign-url", "", signURLUsage)
+	remote := addRemoteFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,7 +114,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		}
 	}()
 	for _, src := range scenes {
-		s, err := openSceneArg(ctx, src, imagery.SceneOptions{}, signURL)
+		s, err := openSceneArg(ctx, src, imagery.SceneOptions{}, remote)
 		if err != nil {
 			return err
 		}

@@ -228,4 +228,3 @@ func TestIngestRemoteRealItems(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "s3://usgs-landsat is a requester-pays bucket")
 }
-

@@ -43,7 +43,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	var scenes stringList
 	var fieldsPath, indexList, from, to, out string
 	var workers int
-		fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable; every sensor whose bands the index uses)")
+	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable; every sensor whose bands the index uses)")
 	fs.StringVar(&fieldsPath, "fields", "", "GeoJSON FeatureCollection of field polygons (EPSG:4326; name from properties.field_name or name)")
 	fs.StringVar(&indexList, "index", "", "comma-separated indices: "+strings.Join(imagery.NewCatalogue().Names(), ","))
 	fs.StringVar(&from, "from", "", "first day of the series, YYYY-MM-DD")

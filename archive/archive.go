@@ -171,6 +171,7 @@ func New(cfg Config) (*Archive, error) {
 
 // Close closes the store (and the blobs, with Config.CloseBlobs).
 func (a *Archive) Close() error {
+	a.weather.close() // its background fills use the store
 	err := a.store.Close()
 	if c, ok := a.blobs.(io.Closer); ok && a.closeBlobs {
 		err = errors.Join(err, c.Close())

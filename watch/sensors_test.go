@@ -27,9 +27,9 @@ func TestWatchSeveralCollections(t *testing.T) {
 	cat.Publish(stactest.Chips(t, place, "2019-06-20")...)
 	s2 := stactest.Chips(t, place, "2019-06-20")[0]
 	radar := stactest.Item{ID: "S1A_IW_GRDH_1SDV_20190622_rtc", Collection: "sentinel-1-rtc", EPSG: s2.EPSG, Bbox: s2.Bbox,
-		Datetime:   time.Date(2019, 6, 22, 17, 32, 0, 0, time.UTC),
+		Datetime:     time.Date(2019, 6, 22, 17, 32, 0, 0, time.UTC),
 		NoCloudCover: true, // were the limit applied to its search, the catalogue would return nothing
-		Properties: map[string]any{"platform": "sentinel-1a", "constellation": "sentinel-1"},
+		Properties:   map[string]any{"platform": "sentinel-1a", "constellation": "sentinel-1"},
 		Files: map[string]string{
 			"vv": filepath.Join(testenv.DataDir(t, "s1", place, "2019-06-22"), "VV.tif"),
 			"vh": filepath.Join(testenv.DataDir(t, "s1", place, "2019-06-22"), "VH.tif"),

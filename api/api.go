@@ -12,6 +12,14 @@ import (
 	"github.com/paulmach/orb"
 )
 
+// IngestRequest is the JSON body of /scenes/ingest: the scene's source (a
+// folder the server reads, a STAC item path or URL) and, for a scene without
+// one in its metadata or name, its date.
+type IngestRequest struct {
+	Source string `json:"source"`
+	Date   string `json:"date,omitempty"`
+}
+
 // IngestResult summarises the ingestion of one scene (POST /scenes/ingest).
 type IngestResult struct {
 	Scene string `json:"scene"`
@@ -221,10 +229,10 @@ type BoundaryProperties struct {
 }
 
 // FieldSeasons is a field's metadata seasons (/fields/metadata/list): §2.2
-// records by start date, as the metadata package encodes them.
+// records by start date (metadata.Seasons.API).
 type FieldSeasons struct {
-	FieldName string          `json:"field_name"`
-	Seasons   json.RawMessage `json:"seasons"`
+	FieldName string           `json:"field_name"`
+	Seasons   []MetadataRecord `json:"seasons"`
 }
 
 // MetadataRegistered answers /fields/metadata/register.

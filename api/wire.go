@@ -22,6 +22,36 @@ type Geometry struct {
 	Coordinates json.RawMessage `json:"coordinates"`
 }
 
+// FieldRequest is the JSON body of /fields/register and /fields/update.
+// Geometry is GeoJSON (Polygon, MultiPolygon or Feature, EPSG:4326). On update, nil members are left
+// unchanged; an empty non-nil Labels map clears the labels (sent as {}), a
+// pointer to "" clears the group. Sending the current geometry again keeps
+// the field's products.
+type FieldRequest struct {
+	FieldName string          `json:"field_name"`
+	Geometry  json.RawMessage `json:"geometry,omitempty"`
+	Group     *string         `json:"group,omitempty"`
+	// Labels is sent even when empty: nil is JSON null (unchanged), an
+	// empty map {} (no labels).
+	Labels  map[string]string `json:"labels"`
+	Indices []string          `json:"indices,omitempty"`
+}
+
+// ZoneLayer is a §2.3 layer object of a variable-rate request: a crop_health
+// layer (Index with Date, or StartDate and EndDate) or a custom layer
+// (Filename, the .shp name, and Attribute). Weight is the layer's share of
+// the clustering distance.
+type ZoneLayer struct {
+	Type      string `json:"type"` // "crop_health" or "custom"
+	Weight    int    `json:"weight"`
+	Index     string `json:"index,omitempty"`
+	Date      string `json:"date,omitempty"` // YYYY-MM-DD
+	StartDate string `json:"start_date,omitempty"`
+	EndDate   string `json:"end_date,omitempty"`
+	Filename  string `json:"filename,omitempty"`
+	Attribute string `json:"attribute,omitempty"`
+}
+
 // Field is a registered field.
 type Field struct {
 	FieldName string            `json:"field_name"`

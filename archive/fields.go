@@ -457,14 +457,5 @@ func (a *Archive) SeasonsJSON(ctx context.Context, u User, name string) (api.Fie
 	if err != nil {
 		return api.FieldSeasons{}, err
 	}
-	if seasons == nil {
-		seasons = metadata.Seasons{}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(seasons); err != nil {
-		return api.FieldSeasons{}, fmt.Errorf("encode seasons of %q: %w", f.Name, err)
-	}
-	return api.FieldSeasons{FieldName: f.Name, Seasons: bytes.TrimSpace(buf.Bytes())}, nil
+	return api.FieldSeasons{FieldName: f.Name, Seasons: seasons.API()}, nil
 }

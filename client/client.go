@@ -224,20 +224,8 @@ type Geometry = api.Geometry
 // Field is a registered field (with its area, "area (ha)").
 type Field = api.Field
 
-// FieldRequest registers or updates a field. Geometry is GeoJSON (Polygon,
-// MultiPolygon or Feature, EPSG:4326). On update, nil members are left
-// unchanged; an empty non-nil Labels map clears the labels (sent as {}), a
-// pointer to "" clears the group. Sending the current geometry again keeps
-// the field's products.
-type FieldRequest struct {
-	FieldName string          `json:"field_name"`
-	Geometry  json.RawMessage `json:"geometry,omitempty"`
-	Group     *string         `json:"group,omitempty"`
-	// Labels is sent even when empty: nil is JSON null (unchanged), an
-	// empty map {} (no labels).
-	Labels  map[string]string `json:"labels"`
-	Indices []string          `json:"indices,omitempty"`
-}
+// FieldRequest registers or updates a field (api.FieldRequest).
+type FieldRequest = api.FieldRequest
 
 // RegisterField registers a new field.
 func (c *Client) RegisterField(ctx context.Context, f FieldRequest) (Field, error) {
@@ -291,9 +279,7 @@ func (c *Client) RegisterMetadata(ctx context.Context, rec MetadataRecord) (Meta
 
 // ListMetadata returns a field's seasons by start date.
 func (c *Client) ListMetadata(ctx context.Context, fieldName string) ([]MetadataRecord, error) {
-	var out struct {
-		Seasons []MetadataRecord `json:"seasons"`
-	}
+	var out api.FieldSeasons
 	return out.Seasons, c.call(ctx, request{path: "/fields/metadata/list", query: query("field_name", fieldName)}, &out)
 }
 
@@ -448,11 +434,7 @@ type IngestResult = api.IngestResult
 // server, a STAC item path or URL (administrators only). date dates a scene
 // without one in its metadata or name ("" otherwise).
 func (c *Client) IngestScene(ctx context.Context, source, date string) (IngestResult, error) {
-	body := map[string]string{"source": source}
-	if date != "" {
-		body["date"] = date
-	}
-	r, err := jsonBody("/scenes/ingest", body)
+	r, err := jsonBody("/scenes/ingest", api.IngestRequest{Source: source, Date: date})
 	if err != nil {
 		return IngestResult{}, err
 	}

@@ -3,10 +3,8 @@ package client
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/cropkit/cropkit/api"
-	"github.com/cropkit/cropkit/webhook"
 )
 
 // WebhookRegistration is the answer of RegisterWebhook (spec §2.7, plus the
@@ -14,35 +12,11 @@ import (
 type WebhookRegistration = api.WebhookRegistered
 
 // Webhook is one of the caller's registered URLs.
-type Webhook struct {
-	ID        int64     `json:"id"`
-	Username  string    `json:"username"`
-	URL       string    `json:"url"`
-	CreatedAt time.Time `json:"created_at"`
-	// Disabled is set when the receiver answered 410 Gone; register the URL
-	// again to enable it.
-	Disabled       bool      `json:"disabled"`
-	DisabledAt     time.Time `json:"disabled_at,omitzero"`
-	DisabledReason string    `json:"disabled_reason,omitempty"`
-	// Topics are the notifications opted in to beyond §6 (api.EventTopic).
-	Topics []string `json:"topics,omitempty"`
-}
+type Webhook = api.Webhook
 
-// WebhookDelivery is one notification to one registered URL with every attempt.
-type WebhookDelivery struct {
-	ID             int64  `json:"id"`
-	MessageID      string `json:"message_id"` // the webhook-id header, the same on every attempt
-	RegistrationID int64  `json:"registration_id"`
-	URL            string `json:"url"`
-	// Status is pending, delivered, failed or cancelled.
-	Status        webhook.Status    `json:"status"`
-	CreatedAt     time.Time         `json:"created_at"`
-	NextAttemptAt time.Time         `json:"next_attempt_at,omitzero"` // pending only
-	FinishedAt    time.Time         `json:"finished_at,omitzero"`
-	LastError     string            `json:"last_error,omitempty"`
-	Attempts      []webhook.Attempt `json:"attempts"`
-	Payload       webhook.Payload   `json:"payload"`
-}
+// WebhookDelivery is one notification to one registered URL with every
+// attempt; its Notification method decodes a §6 payload.
+type WebhookDelivery = api.WebhookDelivery
 
 // RegisterWebhook registers url to receive the §6 notification of every new
 // image of the caller's fields (spec §4.5). Registering a URL again is
@@ -64,9 +38,7 @@ func (c *Client) SetWebhookEvents(ctx context.Context, url string, on bool) (Web
 
 // ListWebhooks lists the caller's registrations, oldest first (no secrets).
 func (c *Client) ListWebhooks(ctx context.Context) ([]Webhook, error) {
-	var out struct {
-		Webhooks []Webhook `json:"webhooks"`
-	}
+	var out api.WebhookList
 	return out.Webhooks, c.call(ctx, request{path: "/notifications/list"}, &out)
 }
 
@@ -88,8 +60,6 @@ func (c *Client) WebhookDeliveries(ctx context.Context, limit int) ([]WebhookDel
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out struct {
-		Deliveries []WebhookDelivery `json:"deliveries"`
-	}
+	var out api.WebhookDeliveries
 	return out.Deliveries, c.call(ctx, request{path: "/notifications/deliveries", query: q}, &out)
 }

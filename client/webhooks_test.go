@@ -98,11 +98,13 @@ func TestClientWebhooks(t *testing.T) {
 	assert.Equal(t, "HTTP 502 Bad Gateway", d.Attempts[0].Error)
 	assert.Equal(t, 200, d.Attempts[1].StatusCode)
 	assert.False(t, d.FinishedAt.IsZero())
-	assert.Equal(t, "north", d.Payload.Group)
-	assert.Equal(t, "wheat", d.Payload.Field)
-	require.Len(t, d.Payload.Data, 2)
-	assert.Equal(t, "ndvi", d.Payload.Data[0].Index)
-	assert.Equal(t, "2019-06-20 10:57:03 GMT", d.Payload.Data[0].Date, "the acquisition time (ACQUISITION_DATETIME_UTC)")
+	notification, err := d.Notification()
+	require.NoError(t, err)
+	assert.Equal(t, "north", notification.Group)
+	assert.Equal(t, "wheat", notification.Field)
+	require.Len(t, notification.Data, 2)
+	assert.Equal(t, "ndvi", notification.Data[0].Index)
+	assert.Equal(t, "2019-06-20 10:57:03 GMT", notification.Data[0].Date, "the acquisition time (ACQUISITION_DATETIME_UTC)")
 
 	// The receiver got the same signed body twice, under one webhook-id.
 	mu.Lock()
@@ -112,13 +114,13 @@ func TestClientWebhooks(t *testing.T) {
 		assert.Equal(t, d.MessageID, heads[i].Get("webhook-id"))
 		var p webhook.Payload
 		require.NoError(t, json.Unmarshal(bodies[i], &p))
-		assert.Equal(t, d.Payload, p)
+		assert.Equal(t, notification, p)
 	}
 	mu.Unlock()
 	report, err := ann.DownloadReport(ctx, client.DownloadRequest{FieldName: "wheat", Index: "ndvi"})
 	require.NoError(t, err)
-	assert.Equal(t, report.Mean, d.Payload.Data[0].Content.Mean)
-	assert.Equal(t, report.P75, d.Payload.Data[0].Content.P75)
+	assert.Equal(t, report.Mean, notification.Data[0].Content.Mean)
+	assert.Equal(t, report.P75, notification.Data[0].Content.P75)
 
 	ds, err = ann.WebhookDeliveries(ctx, 1)
 	require.NoError(t, err)

@@ -12,20 +12,8 @@ import (
 	"github.com/cropkit/cropkit/api"
 )
 
-// Layer is a §2.3 layer object of a variable-rate request: a crop_health
-// layer (Index with Date, or StartDate and EndDate) or a custom layer
-// (Filename, the .shp name, and Attribute). Weight is the layer's share of
-// the clustering distance.
-type Layer struct {
-	Type      string `json:"type"` // "crop_health" or "custom"
-	Weight    int    `json:"weight"`
-	Index     string `json:"index,omitempty"`
-	Date      string `json:"date,omitempty"` // YYYY-MM-DD
-	StartDate string `json:"start_date,omitempty"`
-	EndDate   string `json:"end_date,omitempty"`
-	Filename  string `json:"filename,omitempty"`
-	Attribute string `json:"attribute,omitempty"`
-}
+// Layer is a §2.3 layer object of a variable-rate request (api.ZoneLayer).
+type Layer = api.ZoneLayer
 
 // Rates is the dose rule beyond the spec; zero members take the server's
 // defaults (n_fertilizer 120 kg N/ha in 60..180, compensate; seeding 80,000

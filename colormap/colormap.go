@@ -61,8 +61,8 @@ type specMap struct {
 }
 
 // specTable returns the §2.6 table in the spec's order.
-func specTable() [8]specMap {
-	return [8]specMap{
+func specTable() []specMap {
+	return []specMap{
 		{"ndvi", rdYlGn, 0, 1},
 		{"ndwi", ndwiScale, 0, 1},
 		{"chi", rdYlGn, 0, 3},
@@ -76,8 +76,10 @@ func specTable() [8]specMap {
 }
 
 // Names returns the indices that have a spec colormap, in the spec's order.
-func Names() []string {
-	t := specTable()
+func Names() []string { return indexNames(specTable()) }
+
+// indexNames lists the indices of a table, in its order.
+func indexNames(t []specMap) []string {
 	names := make([]string, len(t))
 	for i, m := range t {
 		names[i] = m.index
@@ -87,8 +89,11 @@ func Names() []string {
 
 // ForIndex returns the spec colormap of an index (case-sensitive, lower case
 // as in the spec) and whether it exists.
-func ForIndex(name string) (Colormap, bool) {
-	for _, m := range specTable() {
+func ForIndex(name string) (Colormap, bool) { return lookup(specTable(), name) }
+
+// lookup builds the colormap of index name from a table.
+func lookup(t []specMap, name string) (Colormap, bool) {
+	for _, m := range t {
 		if m.index == name {
 			c, err := New(m.index, strings.Fields(m.scale), m.start, m.stop)
 			if err != nil {

@@ -1,7 +1,5 @@
 package colormap
 
-import "strings"
-
 // viridis is a perceptually uniform 9-colour ramp (matplotlib's viridis at
 // evenly spaced stops) for backscatter, which has no "good" or "bad" end.
 const viridis = "#440154 #472d7b #3b528b #2c728e #21918c #28ae80 #5ec962 #addc30 #fde725"
@@ -10,8 +8,8 @@ const viridis = "#440154 #472d7b #3b528b #2c728e #21918c #28ae80 #5ec962 #addc30
 // the spec's §2.6), over the ranges that span crop land: vv −25…0 dB,
 // vh −30…−5 dB, vh_vv −15…0 dB (VH/VV), rvi 0…1 (red-yellow-green like the
 // vegetation indices: 0 bare, 1 dense canopy).
-func radarTable() [4]specMap {
-	return [4]specMap{
+func radarTable() []specMap {
+	return []specMap{
 		{"vv", viridis, -25, 0},
 		{"vh", viridis, -30, -5},
 		{"vh_vv", viridis, -15, 0},
@@ -20,26 +18,8 @@ func radarTable() [4]specMap {
 }
 
 // RadarNames lists the radar indices that have a colormap of their own.
-func RadarNames() []string {
-	t := radarTable()
-	names := make([]string, len(t))
-	for i, m := range t {
-		names[i] = m.index
-	}
-	return names
-}
+func RadarNames() []string { return indexNames(radarTable()) }
 
 // ForRadarIndex returns the colormap of a Sentinel-1 index (vv, vh, vh_vv,
 // rvi) and whether it exists.
-func ForRadarIndex(name string) (Colormap, bool) {
-	for _, m := range radarTable() {
-		if m.index == name {
-			c, err := New(m.index, strings.Fields(m.scale), m.start, m.stop)
-			if err != nil {
-				return Colormap{}, false // unreachable: the table is valid and tested
-			}
-			return c, true
-		}
-	}
-	return Colormap{}, false
-}
+func ForRadarIndex(name string) (Colormap, bool) { return lookup(radarTable(), name) }

@@ -47,6 +47,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // Limits on one record.
@@ -93,6 +95,22 @@ type Record struct {
 	YieldUnit   string `json:"yield_unit,omitempty"`
 	IsTilled    *bool  `json:"is_tilled,omitempty"`
 	TillingType string `json:"tilling_type,omitempty"`
+}
+
+// API is r as the server answers it (api.MetadataRecord, the one wire
+// shape of a §2.2 record): the same members, absent strings as nil.
+func (r Record) API() api.MetadataRecord {
+	text := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	return api.MetadataRecord{
+		FieldName: r.FieldName, StartDate: r.StartDate, HarvestDate: text(r.HarvestDate),
+		CropType: text(r.CropType), IsCoverCrop: r.IsCoverCrop, YieldAmount: r.YieldAmount,
+		YieldUnit: text(r.YieldUnit), IsTilled: r.IsTilled, TillingType: text(r.TillingType),
+	}
 }
 
 // Validate checks r against the package's rules and returns the first
@@ -160,6 +178,15 @@ func ParseDate(s string) (time.Time, error) {
 // Seasons is one field's metadata: one Record per start date, sorted by
 // start date. The zero value is empty and ready to use.
 type Seasons []Record
+
+// API is s as the server answers it, never nil (JSON [] when empty).
+func (s Seasons) API() []api.MetadataRecord {
+	out := make([]api.MetadataRecord, len(s))
+	for i, r := range s {
+		out[i] = r.API()
+	}
+	return out
+}
 
 // Upsert stores r as the season starting on r.StartDate: it replaces the
 // season with that start date and reports true, or inserts r in date order

@@ -291,3 +291,22 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// The wire record (api.MetadataRecord) encodes a Record member for member.
+func TestRecordAPI(t *testing.T) {
+	for _, r := range []Record{
+		{FieldName: "f", StartDate: "2019-03-01"},
+		{FieldName: "f", StartDate: "2019-03-01", YieldAmount: ptr(0), YieldUnit: "t", IsTilled: ptr(false)},
+		{FieldName: "f", StartDate: "2019-03-01", HarvestDate: "2019-08-01", CropType: "wheat", IsCoverCrop: ptr(true),
+			YieldAmount: ptr(9), YieldUnit: "t/ha", IsTilled: ptr(true), TillingType: "<plough>"},
+	} {
+		want, err := json.Marshal(r)
+		require.NoError(t, err)
+		got, err := json.Marshal(r.API())
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+	b, err := json.Marshal(Seasons(nil).API())
+	require.NoError(t, err)
+	assert.Equal(t, "[]", string(b))
+}

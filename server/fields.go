@@ -72,6 +72,13 @@ func (s *Server) fieldInput(p params, name string) (archive.FieldInput, error) {
 }
 
 func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.writeField(w, r, c, s.core.RegisterField, http.StatusCreated, "registered")
+}
+
+// writeField applies the field_name and field parameters with store (the
+// core's register or update) and answers the field with status.
+func (s *Server) writeField(w http.ResponseWriter, r *http.Request, c *call,
+	store func(context.Context, archive.User, archive.FieldInput) (archive.Field, error), status int, done string) error {
 	name, err := c.params.required("field_name")
 	if err != nil {
 		return err
@@ -80,12 +87,12 @@ func (s *Server) handleFieldRegister(w http.ResponseWriter, r *http.Request, c *
 	if err != nil {
 		return err
 	}
-	f, err := s.core.RegisterField(r.Context(), c.user, in)
+	f, err := store(r.Context(), c.user, in)
 	if err != nil {
 		return err
 	}
 	fj := f.Wire()
-	return writeJSON(w, http.StatusCreated, api.FieldResult{Message: fmt.Sprintf("field %q registered", f.Name), Field: fj, AreaHa: fj.AreaHa})
+	return writeJSON(w, status, api.FieldResult{Message: fmt.Sprintf("field %q %s", f.Name, done), Field: fj, AreaHa: fj.AreaHa})
 }
 
 // field loads the caller's field named by the field_name parameter
@@ -99,20 +106,7 @@ func (s *Server) field(ctx context.Context, c *call, withGeometry bool) (archive
 }
 
 func (s *Server) handleFieldUpdate(w http.ResponseWriter, r *http.Request, c *call) error {
-	name, err := c.params.required("field_name")
-	if err != nil {
-		return err
-	}
-	in, err := s.fieldInput(c.params, name)
-	if err != nil {
-		return err
-	}
-	f, err := s.core.UpdateField(r.Context(), c.user, in)
-	if err != nil {
-		return err
-	}
-	fj := f.Wire()
-	return writeJSON(w, http.StatusOK, api.FieldResult{Message: fmt.Sprintf("field %q updated", f.Name), Field: fj, AreaHa: fj.AreaHa})
+	return s.writeField(w, r, c, s.core.UpdateField, http.StatusOK, "updated")
 }
 
 func (s *Server) handleFieldDelete(w http.ResponseWriter, r *http.Request, c *call) error {

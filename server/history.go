@@ -27,13 +27,9 @@ func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	format, _, err := c.params.str("format")
+	format, err := c.params.format()
 	if err != nil {
 		return err
-	}
-	format = strings.ToLower(format)
-	if format != "" && format != "json" && format != "csv" {
-		return badRequest("format must be json or csv, got %q", format)
 	}
 	sensor, _, err := c.params.str("sensor")
 	if err != nil {

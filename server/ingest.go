@@ -17,11 +17,6 @@ import (
 	"github.com/cropkit/cropkit/archive"
 )
 
-type ingestRequest struct {
-	Source string `json:"source"`
-	Date   string `json:"date"`
-}
-
 // handleIngest ingests a scene named by source (JSON {"source": folder,
 // STAC item path or URL, "date": optional}) or uploaded as a multipart form
 // of band files (parts named B02…B12, B8A, SCL or CLM, or with such file
@@ -49,7 +44,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 		if int64(len(body)) > s.maxBody {
 			return &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", s.maxBody)}
 		}
-		var req ingestRequest
+		var req api.IngestRequest
 		if len(bytes.TrimSpace(body)) > 0 {
 			if err := json.Unmarshal(body, &req); err != nil {
 				return badRequest("request body must be a JSON object {\"source\": …}: %v", err)

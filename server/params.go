@@ -155,6 +155,20 @@ func (p params) required(name string) (string, error) {
 	return s, nil
 }
 
+// format returns the format parameter of the answers that have a CSV form:
+// "" (JSON), "json" or "csv", lower-cased; anything else is a 400.
+func (p params) format() (string, error) {
+	format, _, err := p.str("format")
+	if err != nil {
+		return "", err
+	}
+	format = strings.ToLower(format)
+	if format != "" && format != "json" && format != "csv" {
+		return "", badRequest("format must be json or csv, got %q", format)
+	}
+	return format, nil
+}
+
 // float returns a finite number parameter (JSON number or numeric string).
 func (p params) float(name string) (float64, bool, error) {
 	s, ok, err := p.str(name)

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/cropkit/cropkit/archive"
 )
@@ -62,13 +61,9 @@ func (s *Server) handleTimeSeries(w http.ResponseWriter, r *http.Request, c *cal
 	if err != nil {
 		return err
 	}
-	format, _, err := c.params.str("format")
+	format, err := c.params.format()
 	if err != nil {
 		return err
-	}
-	format = strings.ToLower(format)
-	if format != "" && format != "json" && format != "csv" {
-		return badRequest("format must be json or csv, got %q", format)
 	}
 	ts, err := s.core.TimeSeries(r.Context(), c.user, archive.TimeSeriesQuery{Field: name, Index: index, From: from, To: to})
 	if err != nil {

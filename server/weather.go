@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/archive"
@@ -61,13 +60,9 @@ func (s *Server) handleWeather(w http.ResponseWriter, r *http.Request, c *call) 
 			*o.dst = &v
 		}
 	}
-	format, _, err := c.params.str("format")
+	format, err := c.params.format()
 	if err != nil {
 		return err
-	}
-	format = strings.ToLower(format)
-	if format != "" && format != "json" && format != "csv" {
-		return badRequest("format must be json or csv, got %q", format)
 	}
 	fw, err := s.core.FieldWeather(r.Context(), c.user, req)
 	if err != nil {

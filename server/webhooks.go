@@ -1,14 +1,12 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/cropkit/cropkit/api"
-	"github.com/cropkit/cropkit/archive"
 )
 
 // maxDeliveriesListed bounds /notifications/deliveries.
@@ -53,16 +51,16 @@ func (s *Server) handleWebhookRegister(w http.ResponseWriter, r *http.Request, c
 	return writeJSON(w, http.StatusOK, out)
 }
 
-type webhookList struct {
-	Webhooks []archive.WebhookRegistration `json:"webhooks"`
-}
-
 func (s *Server) handleWebhookList(w http.ResponseWriter, r *http.Request, c *call) error {
 	regs, err := s.core.Webhooks(r.Context(), c.user)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, webhookList{Webhooks: regs})
+	out := api.WebhookList{Webhooks: make([]api.Webhook, len(regs))}
+	for i, reg := range regs {
+		out.Webhooks[i] = reg.API()
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // handleWebhookDelete deletes one of the caller's registrations by id or url
@@ -114,16 +112,6 @@ func (s *Server) handleWebhookDelete(w http.ResponseWriter, r *http.Request, c *
 	return writeJSON(w, http.StatusOK, api.Message{Message: what + " deleted; its pending notifications are cancelled"})
 }
 
-// deliveryState is one listed delivery with its payload.
-type deliveryState struct {
-	archive.WebhookDelivery
-	Payload json.RawMessage `json:"payload"`
-}
-
-type deliveryList struct {
-	Deliveries []deliveryState `json:"deliveries"`
-}
-
 func (s *Server) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request, c *call) error {
 	limit := 100
 	if v, ok, err := c.params.float("limit"); err != nil {
@@ -138,9 +126,9 @@ func (s *Server) handleWebhookDeliveries(w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	out := deliveryList{Deliveries: make([]deliveryState, len(states))}
+	out := api.WebhookDeliveries{Deliveries: make([]api.WebhookDelivery, len(states))}
 	for i, st := range states {
-		out.Deliveries[i] = deliveryState{WebhookDelivery: st, Payload: json.RawMessage(st.Payload)}
+		out.Deliveries[i] = st.API()
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // Dispatcher defaults.
@@ -50,15 +52,15 @@ func ScaledSchedule(base time.Duration) []time.Duration {
 	return s
 }
 
-// Status is the state of a delivery.
-type Status string
+// Status is the state of a delivery (api.WebhookStatus).
+type Status = api.WebhookStatus
 
 // Delivery states.
 const (
-	StatusPending   Status = "pending"   // waiting for its next attempt
-	StatusDelivered Status = "delivered" // a 2xx reply was received
-	StatusFailed    Status = "failed"    // given up: schedule exhausted, 410, or address refused
-	StatusCancelled Status = "cancelled" // its registration was deleted or disabled first
+	StatusPending   = api.WebhookPending   // waiting for its next attempt
+	StatusDelivered = api.WebhookDelivered // a 2xx reply was received
+	StatusFailed    = api.WebhookFailed    // given up: schedule exhausted, 410, or address refused
+	StatusCancelled = api.WebhookCancelled // its registration was deleted or disabled first
 )
 
 // Delivery is one notification to one registered URL, as claimed from the
@@ -76,13 +78,7 @@ type Delivery struct {
 }
 
 // Attempt records one HTTP attempt of a delivery.
-type Attempt struct {
-	At         time.Time     `json:"at"`
-	StatusCode int           `json:"status_code,omitempty"` // 0 when no response was received
-	Error      string        `json:"error,omitempty"`       // why the attempt failed, empty on success
-	Duration   time.Duration `json:"duration_ns"`
-	Response   string        `json:"response,omitempty"` // start of the reply body
-}
+type Attempt = api.WebhookAttempt
 
 // Outcome is what an attempt means for its delivery.
 type Outcome struct {

@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // The records a registration store (webhook/sqlstore) keeps and lists: they
@@ -47,4 +50,23 @@ type DeliveryState struct {
 	LastError      string    `json:"last_error,omitempty"`
 	Payload        []byte    `json:"-"`
 	Attempts       []Attempt `json:"attempts"`
+}
+
+// API is r as /notifications/list answers it (without the secret).
+func (r Registration) API() api.Webhook {
+	return api.Webhook{
+		ID: r.ID, Username: r.Owner, URL: r.URL, CreatedAt: r.CreatedAt,
+		Disabled: r.Disabled, DisabledAt: r.DisabledAt, DisabledReason: r.DisabledReason,
+		Topics: r.Topics,
+	}
+}
+
+// API is d as /notifications/deliveries answers it, with its payload.
+func (d DeliveryState) API() api.WebhookDelivery {
+	return api.WebhookDelivery{
+		ID: d.ID, MessageID: d.MessageID, RegistrationID: d.RegistrationID, URL: d.URL,
+		Status: d.Status, CreatedAt: d.CreatedAt, NextAttemptAt: d.NextAttemptAt,
+		FinishedAt: d.FinishedAt, LastError: d.LastError, Attempts: d.Attempts,
+		Payload: json.RawMessage(d.Payload),
+	}
 }

@@ -531,20 +531,25 @@ func (s *rowStore) FieldsIntersecting(ctx context.Context, b orb.Bound) ([]archi
 }
 
 func (s *rowStore) FieldVersions(ctx context.Context) (map[int64]int64, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, geom_version FROM fields`)
+	return s.idVersions(ctx, s.db, "field versions", `SELECT id, geom_version FROM fields`)
+}
+
+// idVersions runs query, which selects (field id, version) rows, into a map.
+func (s *rowStore) idVersions(ctx context.Context, q querier, what, query string) (map[int64]int64, error) {
+	rows, err := q.QueryContext(ctx, query)
 	if err != nil {
-		return nil, s.d.wrap("field versions", err)
+		return nil, s.d.wrap(what, err)
 	}
 	defer rows.Close()
 	out := map[int64]int64{}
 	for rows.Next() {
 		var id, v int64
 		if err := rows.Scan(&id, &v); err != nil {
-			return nil, s.d.wrap("field versions", err)
+			return nil, s.d.wrap(what, err)
 		}
 		out[id] = v
 	}
-	return out, s.d.wrapOrNil("field versions", rows.Err())
+	return out, s.d.wrapOrNil(what, rows.Err())
 }
 
 type querier interface {

@@ -119,20 +119,7 @@ func (s *rowStore) NewestItem(ctx context.Context, collection string) (time.Time
 }
 
 func (s *rowStore) WatchedFields(ctx context.Context) (map[int64]int64, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT field_id, version FROM watched_fields`)
-	if err != nil {
-		return nil, s.d.wrap("watched fields", err)
-	}
-	defer rows.Close()
-	out := map[int64]int64{}
-	for rows.Next() {
-		var id, v int64
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, s.d.wrap("watched fields", err)
-		}
-		out[id] = v
-	}
-	return out, s.d.wrapOrNil("watched fields", rows.Err())
+	return s.idVersions(ctx, s.rdb, "watched fields", `SELECT field_id, version FROM watched_fields`)
 }
 
 func (s *rowStore) MarkWatched(ctx context.Context, id, version int64) error {

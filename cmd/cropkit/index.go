@@ -69,7 +69,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
 	job.remote = addRemoteFlags(fs)
 	fs.StringVar(&job.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -194,17 +194,23 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 	}
 	// mean_variation follows the scenes in date order.
 	sort.SliceStable(scenes, func(i, j int) bool { return scenes[i].Date().Before(scenes[j].Date()) })
-	for i := 1; i < len(scenes); i++ {
-		if day(scenes[i].Date()) == day(scenes[i-1].Date()) {
-			return fmt.Errorf("scenes %s and %s have the same date %s", scenes[i-1].ID(), scenes[i].ID(), day(scenes[i].Date()))
+	sceneIndices, err := indicesPerScene(scenes, job.indices, cat)
+	if err != nil {
+		return err
+	}
+	for i := range scenes {
+		// OUT/<field>/<date>/<index>.json: two scenes of one date may not
+		// both give an index (a Sentinel-2 and a Sentinel-1 scene may).
+		for j := i - 1; j >= 0 && day(scenes[j].Date()) == day(scenes[i].Date()); j-- {
+			if slices.ContainsFunc(sceneIndices[i], func(ix string) bool { return slices.Contains(sceneIndices[j], ix) }) {
+				return fmt.Errorf("scenes %s (%s) and %s (%s) have the same date %s", scenes[j].ID(), scenes[j].Sensor(),
+					scenes[i].ID(), scenes[i].Sensor(), day(scenes[i].Date()))
+			}
 		}
 	}
-	for _, s := range scenes {
-		for _, name := range job.indices {
+	for i, s := range scenes {
+		for _, name := range sceneIndices[i] {
 			ix, _ := cat.Lookup(name)
-			if !ix.AppliesTo(s.Sensor()) {
-				return fmt.Errorf("scene %s is %s: index %s applies to %v", s.ID(), s.Sensor(), name, ix.Sensors)
-			}
 			if err := s.CheckBands(ix.Bands...); err != nil {
 				return fmt.Errorf("index %s: %w", name, err)
 			}
@@ -244,7 +250,7 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		g.Go(func() error {
 			buf := buffers.Get().(*fieldBuffers)
 			defer buffers.Put(buf)
-			err := job.field(gctx, f, scenes, cat, rnd, buf, &times, &counts, note)
+			err := job.field(gctx, f, scenes, sceneIndices, cat, rnd, buf, &times, &counts, note)
 			bar.Add(1)
 			if err != nil && gctx.Err() == nil {
 				// One field's failure does not stop the others.
@@ -280,6 +286,35 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 	return nil
 }
 
+// indicesPerScene gives, for each scene, the indices of the run that apply
+// to its sensor, so that one run can mix Sentinel-2, Landsat and Sentinel-1
+// scenes (--index ndvi,vv). A scene no index applies to, or an index that
+// applies to no scene, is an error naming the sensors the index needs.
+func indicesPerScene(scenes []*imagery.Scene, indices []string, cat *imagery.Catalogue) ([][]string, error) {
+	perScene := make([][]string, len(scenes))
+	used := map[string]bool{}
+	for i, s := range scenes {
+		for _, name := range indices {
+			ix, _ := cat.Lookup(name)
+			if ix.AppliesTo(s.Sensor()) {
+				perScene[i] = append(perScene[i], name)
+				used[name] = true
+			}
+		}
+		if len(perScene[i]) == 0 {
+			ix, _ := cat.Lookup(indices[0])
+			return nil, fmt.Errorf("scene %s is %s: index %s applies to %v", s.ID(), s.Sensor(), indices[0], ix.Sensors)
+		}
+	}
+	for _, name := range indices {
+		if !used[name] {
+			ix, _ := cat.Lookup(name)
+			return nil, fmt.Errorf("scene %s is %s: index %s applies to %v", scenes[0].ID(), scenes[0].Sensor(), name, ix.Sensors)
+		}
+	}
+	return perScene, nil
+}
+
 // indexCounts count a run's outcome.
 type indexCounts struct {
 	products, skipped atomic.Int64
@@ -294,13 +329,13 @@ type fieldBuffers struct {
 }
 
 // field computes every scene's products for one field, oldest scene first.
-func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, cat *imagery.Catalogue,
+func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.Scene, sceneIndices [][]string, cat *imagery.Catalogue,
 	rnd *render.Renderer, buf *fieldBuffers, times *stepTimes, counts *indexCounts, note func(string, ...any)) error {
 	prev := map[string]*render.Previous{} // index → the previous product
 	fieldDir := filepath.Join(job.out, f.name)
-	for _, s := range scenes {
+	for i, s := range scenes {
 		t0 := time.Now()
-		products, err := s.FieldProducts(ctx, f.geom, job.indices, cat)
+		products, err := s.FieldProducts(ctx, f.geom, sceneIndices[i], cat)
 		times.add("read+index+stats", t0)
 		switch {
 		case errors.Is(err, imagery.ErrNoClearPixels):

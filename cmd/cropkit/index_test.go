@@ -318,3 +318,44 @@ func TestIndexCommandLandsat(t *testing.T) {
 	_, err = runIndexArgs(t, "--scene", scene, "--fields", fields, "--index", "ndre", "--out", t.TempDir())
 	assert.ErrorContains(t, err, "is landsat-8: index ndre applies to [sentinel-2]")
 }
+
+// One run over Sentinel-2, Sentinel-1 and Landsat scenes with optical and
+// radar indices: each index is computed on the scenes of its sensors (a
+// Sentinel-2 and a Sentinel-1 scene of one date both write), and two
+// scenes of one date that would write the same index are refused.
+func TestIndexCommandMixedSensors(t *testing.T) {
+	s2 := testenv.DataDir(t, "s2", "flanders-31UDS", "2018-08-02")
+	s1 := testenv.DataDir(t, "s1", "flanders-31UDS", "2018-08-02")
+	l8 := testenv.DataDir(t, "landsat8", "flanders-31UDS", "2018-07-17")
+	l8same := testenv.DataDir(t, "landsat8", "flanders-31UDS", "2018-08-02")
+	fields := testenv.DataDir(t, "fields", "flanders-31UDS.geojson")
+
+	mixed := t.TempDir()
+	_, err := runIndexArgs(t, "--scene", s2, "--scene", s1, "--scene", l8, "--fields", fields, "--index", "ndvi,vv", "--out", mixed)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		scene, index, date string
+		sensor             imagery.Sensor
+	}{
+		{s2, "ndvi", "2018-08-02", imagery.Sentinel2},
+		{s1, "vv", "2018-08-02", imagery.Sentinel1},
+		{l8, "ndvi", "2018-07-17", imagery.Landsat8},
+	} {
+		// The same product as a run over that scene alone.
+		alone := t.TempDir()
+		_, err := runIndexArgs(t, "--scene", tt.scene, "--fields", fields, "--index", tt.index, "--out", alone)
+		require.NoError(t, err)
+		want := readReport(t, filepath.Join(alone, "UDS-01", tt.date, tt.index+".json"))
+		got := readReport(t, filepath.Join(mixed, "UDS-01", tt.date, tt.index+".json"))
+		assert.Equal(t, tt.sensor, got.Sensor)
+		assert.Equal(t, want.Stats, got.Stats, tt.index)
+	}
+	assert.NoFileExists(t, filepath.Join(mixed, "UDS-01", "2018-07-17", "vv.json"))
+
+	_, err = runIndexArgs(t, "--scene", s2, "--scene", s1, "--scene", l8same, "--fields", fields, "--index", "ndvi,vv", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "have the same date 2018-08-02")
+	_, err = runIndexArgs(t, "--scene", s2, "--scene", s1, "--fields", fields, "--index", "ndre,vv", "--out", t.TempDir())
+	require.NoError(t, err)
+	_, err = runIndexArgs(t, "--scene", s1, "--fields", fields, "--index", "ndvi,vv", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "index ndvi applies to [sentinel-2 landsat]")
+}

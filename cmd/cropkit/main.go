@@ -50,6 +50,7 @@ commands:
   ingest   ingest scenes into a data directory
   index    compute per-field index statistics and PNGs from local scenes
   zones    compute management zones for one field from local scenes
+  boundaries  detect field boundaries from a season of scenes
   user     manage accounts (user add NAME)
   token    manage tokens (token create|list|revoke NAME)
   timeseries  daily series per field with an 80 % interval from local scenes of any dates

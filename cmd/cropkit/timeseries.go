@@ -51,7 +51,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs.StringVar(&out, "out", "", "output folder: OUT/<field>/<index>.json")
 	fs.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "scenes read concurrently")
 	remote := addRemoteFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -167,6 +167,12 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		len(fields), len(opened), written, int(end.Sub(start).Hours()/24)+1, time.Since(t0).Round(time.Millisecond))
 	if written == 0 {
 		return errors.New("no series written: no field has a usable observation")
+	}
+	// A field left out of the fields file (an invalid polygon, no name) is
+	// a failure of the batch even though the others were written: exit
+	// non-zero, naming it, as cropkit index does.
+	if len(problems) > 0 {
+		return fmt.Errorf("%d problem(s), the other fields were written: %s", len(problems), strings.Join(problems, "; "))
 	}
 	return nil
 }

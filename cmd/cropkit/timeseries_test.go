@@ -32,12 +32,14 @@ func TestTimeseriesCommandRealScenes(t *testing.T) {
 	entries, err := os.ReadDir(place)
 	require.NoError(t, err)
 	var without, with []string
+	globbed := []string{"--scene"} // --scene DIR DIR …, as a shell glob gives them
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		arg := []string{"--scene", filepath.Join(place, e.Name())}
 		with = append(with, arg...)
+		globbed = append(globbed, filepath.Join(place, e.Name()))
 		if e.Name() != "2019-06-20" {
 			without = append(without, arg...)
 		}
@@ -50,7 +52,7 @@ func TestTimeseriesCommandRealScenes(t *testing.T) {
 		// The neighbours (0.750 on 06-10, 0.718 on 06-30) say less than the
 		// withheld date: no interpolation reaches it.
 		tolerance float64
-	}{{"withheld", without, false, 0.12}, {"given", with, true, 0.03}} {
+	}{{"withheld", without, false, 0.12}, {"given", with, true, 0.03}, {"globbed", globbed, true, 0.03}} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := t.TempDir()
 			args := append(append([]string{}, tt.scenes...), "--fields", fields, "--index", "ndvi",
@@ -144,4 +146,35 @@ func TestTimeseriesCommandRadarAndOptical(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &doc))
 	require.NotNil(t, doc.Series[19].Observed)
 	assert.Nil(t, doc.Series[3].Observed, "a radar date is no NDVI observation")
+}
+
+// A fields file with one invalid polygon: the other fields' series are
+// written, the bad one is named, and the command fails at the end.
+func TestTimeseriesCommandInvalidFieldKeepsGoing(t *testing.T) {
+	scene := testenv.DataDir(t, "s2", "flanders-31UES", "2019-06-20")
+	fields := testenv.DataDir(t, "fields", "flanders-31UES.geojson")
+	data, err := os.ReadFile(fields)
+	require.NoError(t, err)
+	var fc map[string]any
+	require.NoError(t, json.Unmarshal(data, &fc))
+	features := fc["features"].([]any)
+	bad := features[2].(map[string]any)
+	badName := bad["properties"].(map[string]any)["name"].(string)
+	// A bow tie: the exterior ring crosses itself.
+	bad["geometry"] = map[string]any{"type": "Polygon", "coordinates": [][][]float64{
+		{{4.06, 50.74}, {4.061, 50.741}, {4.061, 50.74}, {4.06, 50.741}, {4.06, 50.74}}}}
+	data, err = json.Marshal(fc)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "fields.geojson")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	out := t.TempDir()
+	stderr, err := runTimeseriesArgs(t, "--scene", scene, "--fields", path, "--index", "ndvi",
+		"--from", "2019-06-18", "--to", "2019-06-22", "--out", out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), badName)
+	assert.Contains(t, stderr, badName)
+	assert.NoDirExists(t, filepath.Join(out, badName))
+	good := features[0].(map[string]any)["properties"].(map[string]any)["name"].(string)
+	assert.FileExists(t, filepath.Join(out, good, "ndvi.json"))
 }

@@ -268,7 +268,9 @@ func TestServeWebhooksSurviveKillAndRestart(t *testing.T) {
 			require.NoError(t, webhook.Verify(reg.Secret, q.header, q.body, webhook.VerifyOptions{}))
 			var p webhook.Payload
 			require.NoError(t, json.Unmarshal(q.body, &p))
-			assert.Equal(t, d.Payload, p, "%s: a retry sends the same payload under the same id", name)
+			sent, err := d.Notification()
+			require.NoError(t, err)
+			assert.Equal(t, sent, p, "%s: a retry sends the same payload under the same id", name)
 			if q.status == http.StatusOK {
 				perField[p.Field+" "+p.Data[0].Date[:len("2006-01-02")]]++ // date part of the acquisition time
 			}

@@ -56,7 +56,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	timings := fs.Bool("timings", false, "print step times to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	remote := addRemoteFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {

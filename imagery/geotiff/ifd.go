@@ -292,6 +292,25 @@ func (t *tiffReader) raw(tag uint16, f field, maxCount int) ([]byte, error) {
 
 // uints reads an integer array tag.
 func (t *tiffReader) uints(fields map[uint16]field, tag uint16, maxCount int) ([]uint64, error) {
+	return tagArray(t, fields, tag, maxCount, "an unsigned integer", func(typ uint16, b []byte, i int) (uint64, bool) {
+		switch typ {
+		case 1, 7: // BYTE, UNDEFINED
+			return uint64(b[i]), true
+		case 3: // SHORT
+			return uint64(t.order.Uint16(b[2*i:])), true
+		case 4, 13: // LONG, IFD
+			return uint64(t.order.Uint32(b[4*i:])), true
+		case 16, 18: // LONG8, IFD8
+			return t.order.Uint64(b[8*i:]), true
+		}
+		return 0, false
+	})
+}
+
+// tagArray reads the values of an array tag (nil when absent) with value,
+// which decodes the i-th value of the tag's bytes b and reports false for a
+// type that is not of the kind asked.
+func tagArray[T any](t *tiffReader, fields map[uint16]field, tag uint16, maxCount int, kind string, value func(typ uint16, b []byte, i int) (T, bool)) ([]T, error) {
 	f, ok := fields[tag]
 	if !ok {
 		return nil, nil
@@ -300,20 +319,13 @@ func (t *tiffReader) uints(fields map[uint16]field, tag uint16, maxCount int) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint64, f.count)
+	out := make([]T, f.count)
 	for i := range out {
-		switch f.typ {
-		case 1, 7: // BYTE, UNDEFINED
-			out[i] = uint64(b[i])
-		case 3: // SHORT
-			out[i] = uint64(t.order.Uint16(b[2*i:]))
-		case 4, 13: // LONG, IFD
-			out[i] = uint64(t.order.Uint32(b[4*i:]))
-		case 16, 18: // LONG8, IFD8
-			out[i] = t.order.Uint64(b[8*i:])
-		default:
-			return nil, formatErr("tag %d: type %d is not an unsigned integer", tag, f.typ)
+		v, ok := value(f.typ, b, i)
+		if !ok {
+			return nil, formatErr("tag %d: type %d is not %s", tag, f.typ, kind)
 		}
+		out[i] = v
 	}
 	return out, nil
 }
@@ -352,26 +364,15 @@ func (t *tiffReader) uint(fields map[uint16]field, tag uint16, def uint64) (uint
 }
 
 func (t *tiffReader) floats(fields map[uint16]field, tag uint16, maxCount int) ([]float64, error) {
-	f, ok := fields[tag]
-	if !ok {
-		return nil, nil
-	}
-	b, err := t.raw(tag, f, maxCount)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, f.count)
-	for i := range out {
-		switch f.typ {
+	return tagArray(t, fields, tag, maxCount, "a float", func(typ uint16, b []byte, i int) (float64, bool) {
+		switch typ {
 		case 12: // DOUBLE
-			out[i] = math.Float64frombits(t.order.Uint64(b[8*i:]))
+			return math.Float64frombits(t.order.Uint64(b[8*i:])), true
 		case 11: // FLOAT
-			out[i] = float64(math.Float32frombits(t.order.Uint32(b[4*i:])))
-		default:
-			return nil, formatErr("tag %d: type %d is not a float", tag, f.typ)
+			return float64(math.Float32frombits(t.order.Uint32(b[4*i:]))), true
 		}
-	}
-	return out, nil
+		return 0, false
+	})
 }
 
 func (t *tiffReader) ascii(fields map[uint16]field, tag uint16) (string, bool, error) {

@@ -15,9 +15,12 @@ import (
 // runIngest ingests scenes into an existing data directory (works while a
 // server runs):
 //
-//	cropkit ingest --data DIR [--min-clear 0.6] [--date YYYY-MM-DD] SCENE...
+//	cropkit ingest --data DIR [--min-clear 0.6] [--date YYYY-MM-DD] [--sign-url URL] [--ingest-allow-host host:port] SCENE...
 //
-// SCENE is a scene folder, a STAC item path or a STAC item URL. One line per
+// SCENE is a scene folder, a STAC item path or a STAC item URL. An item
+// URL's origin and --sign-url's may be private addresses (the operator
+// named them); its assets on another private origin need
+// --ingest-allow-host. One line per
 // scene on stdout and a summary; a scene that fails makes the exit status
 // non-zero. Progress goes to stderr.
 func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -25,6 +25,13 @@ import (
 // probability, 9 cloud high probability, 10 thin cirrus, 11 snow or ice.
 func DefaultMaskClasses() []int { return []int{0, 1, 3, 8, 9, 10, 11} }
 
+// StrictMaskClasses mask every Sen2Cor class but 4 (vegetation) and 5 (not
+// vegetated): also 2 (dark area), 6 (water) and 7 (unclassified), which on a
+// field are mostly cloud edges, haze and shadows Sen2Cor could not name.
+// It is the "clear" of the shared data's README and of time series, where
+// one contaminated date pulls the estimate of the days around it.
+func StrictMaskClasses() []int { return []int{0, 1, 2, 3, 6, 7, 8, 9, 10, 11} }
+
 // DefaultCacheBytes bounds a scene's cache of decoded tiles when
 // SceneOptions.CacheBytes is 0.
 const DefaultCacheBytes = 128 << 20

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs.StringVar(&to, "to", "", "last day of the series, YYYY-MM-DD")
 	fs.StringVar(&out, "out", "", "output folder: OUT/<field>/<index>.json")
 	fs.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "scenes read concurrently")
+	maskClasses := fs.String("mask-classes", "strict", "Sentinel-2 SCL classes that are not clear: strict (all but 4 vegetation and 5 not vegetated), default (the server's: 0,1,3,8,9,10,11) or a list such as 0,1,3,8,9,10")
 	remote := addRemoteFlags(fs)
 	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
@@ -107,6 +109,10 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	for _, p := range problems {
 		fmt.Fprintf(stderr, "cropkit timeseries: %s: skipped\n", p)
 	}
+	sceneOpts, err := maskOption(*maskClasses)
+	if err != nil {
+		return err
+	}
 	opened := make([]*imagery.Scene, 0, len(scenes))
 	defer func() {
 		for _, s := range opened {
@@ -114,7 +120,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		}
 	}()
 	for _, src := range scenes {
-		s, err := openSceneArg(ctx, src, imagery.SceneOptions{}, remote)
+		s, err := openSceneArg(ctx, src, sceneOpts, remote)
 		if err != nil {
 			return err
 		}
@@ -201,4 +207,24 @@ func writeSeries(out, field, index string, days []timeseries.Day) error {
 		return fmt.Errorf("field %s: %w", field, err)
 	}
 	return writeAtomic(filepath.Join(dir, index+".json"), data)
+}
+
+// maskOption is --mask-classes: the SCL classes a series treats as not
+// clear. The series defaults to the strict mask (imagery.StrictMaskClasses).
+func maskOption(v string) (imagery.SceneOptions, error) {
+	switch v {
+	case "strict":
+		return imagery.SceneOptions{MaskClasses: imagery.StrictMaskClasses()}, nil
+	case "default":
+		return imagery.SceneOptions{}, nil
+	}
+	var classes []int
+	for _, part := range strings.Split(v, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || c < 0 || c > 255 {
+			return imagery.SceneOptions{}, fmt.Errorf("--mask-classes %q: want strict, default or SCL classes 0..255 separated by commas", v)
+		}
+		classes = append(classes, c)
+	}
+	return imagery.SceneOptions{MaskClasses: classes}, nil
 }

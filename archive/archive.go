@@ -41,6 +41,12 @@ type Config struct {
 	// IngestAllowPrivate lets untrusted ingestion sources (the HTTP API) be
 	// fetched from loopback, private, link-local and metadata addresses.
 	IngestAllowPrivate bool
+	// IngestAllowHosts are further origins ("host:port", or URLs) that the
+	// assets of a remote item may be on when that is a loopback, private or
+	// link-local address (a band file server beside a private catalogue):
+	// cropkit's --ingest-allow-host. Without them only the item URL's own
+	// origin (and the SignURL's) is allowed, never other hosts an item names.
+	IngestAllowHosts []string
 	// SignURL names a SAS token service (URL/token/{collection}) whose
 	// tokens sign every asset request of remote STAC items read by URL
 	// (cropkit's --sign-url); "" signs only Planetary Computer's blob
@@ -86,15 +92,17 @@ type Archive struct {
 	log       *slog.Logger
 	render    *render.Renderer
 	allowPriv bool
-	signURL   string
-	maxPixels int64
-	budget    *imagery.Budget
-	tokenTTL  time.Duration
-	grace     time.Duration
-	hook      func(string)
-	hooks     *webhooks
-	logins    chan struct{} // bcrypt slots
-	cache     *readCache    // hot reads in memory (readcache.go); nil: none
+	// allowHosts are Config.IngestAllowHosts.
+	allowHosts []string
+	signURL    string
+	maxPixels  int64
+	budget     *imagery.Budget
+	tokenTTL   time.Duration
+	grace      time.Duration
+	hook       func(string)
+	hooks      *webhooks
+	logins     chan struct{} // bcrypt slots
+	cache      *readCache    // hot reads in memory (readcache.go); nil: none
 	// closeBlobs: Close closes blobs too (Config.CloseBlobs).
 	closeBlobs bool
 	// outlines orders, within this process, an upload's write and version
@@ -119,7 +127,7 @@ func New(cfg Config) (*Archive, error) {
 	a := &Archive{
 		store: cfg.Store, blobs: cfg.Blobs, tempDir: cfg.TempDir, cat: cfg.Catalogue, minClear: cfg.MinClear,
 		workers: cfg.Workers, limits: cfg.Limits.withDefaults(), log: cfg.Logger,
-		allowPriv: cfg.IngestAllowPrivate, signURL: cfg.SignURL, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
+		allowPriv: cfg.IngestAllowPrivate, allowHosts: cfg.IngestAllowHosts, signURL: cfg.SignURL, maxPixels: cfg.FieldPixels, tokenTTL: cfg.TokenTTL, grace: cfg.SweepGrace,
 		hook: cfg.StepHook, closeBlobs: cfg.CloseBlobs,
 		// One bcrypt at a time per CPU at most: logins queue instead of
 		// taking every core from downloads.
@@ -163,6 +171,7 @@ func New(cfg Config) (*Archive, error) {
 
 // Close closes the store (and the blobs, with Config.CloseBlobs).
 func (a *Archive) Close() error {
+	a.weather.close() // its background fills use the store
 	err := a.store.Close()
 	if c, ok := a.blobs.(io.Closer); ok && a.closeBlobs {
 		err = errors.Join(err, c.Close())

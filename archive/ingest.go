@@ -21,6 +21,7 @@ import (
 	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/internal/netguard"
 	"github.com/cropkit/cropkit/stac"
 	"github.com/cropkit/cropkit/webhook"
 )
@@ -81,29 +82,48 @@ func (a *Archive) OpenScene(ctx context.Context, src string, opts IngestOptions)
 	if !isHTTPURL(src) {
 		return imagery.OpenScene(ctx, src, so)
 	}
-	// The operator's own commands (not Untrusted) may read private hosts;
-	// an API caller's URL only with IngestAllowPrivate, and then only its
-	// own origin: not other hosts the item names.
-	guard := stac.NewGuard().AllowAll(!opts.Untrusted)
-	if opts.Untrusted && a.allowPriv {
-		g, err := guard.Allow(src)
-		if err != nil {
-			return nil, fmt.Errorf("scene %s: %w", src, err)
-		}
-		guard = g
-	}
-	c := stac.NewGuardedClient(guard, sceneFetchTimeout)
-	if a.signURL != "" {
-		// The operator named the token service: it may be private.
-		if err := c.UseTokenService(a.signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
-			return nil, err
-		}
+	c, err := a.sceneClient(src, opts.Untrusted)
+	if err != nil {
+		return nil, fmt.Errorf("scene %s: %w", src, err)
 	}
 	it, err := c.GetItem(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("scene %s: %w", src, err)
 	}
 	return c.OpenScene(ctx, it, so)
+}
+
+// sceneClient is the catalogue client reading the remote item at src.
+// Private-address permission is scoped to what the operator named: the
+// item URL's origin (an operator's own command, or an untrusted caller's
+// URL with Config.IngestAllowPrivate), the SignURL's origin, and
+// Config.IngestAllowHosts. Other hosts the item points to (assets,
+// redirects) stay guarded.
+func (a *Archive) sceneClient(src string, untrusted bool) (*stac.Client, error) {
+	guard := stac.NewGuard()
+	named := []string{a.signURL}
+	if !untrusted || a.allowPriv {
+		named = append(named, src)
+	}
+	guard, err := guard.Allow(named...)
+	if err != nil {
+		return nil, err
+	}
+	if guard, err = guard.AllowHosts(a.allowHosts...); err != nil {
+		return nil, err
+	}
+	c := stac.NewGuardedClient(guard, sceneFetchTimeout)
+	if a.signURL != "" {
+		// The operator named the token service: its origin may be private.
+		tokens, err := netguard.New("token service").Allow(a.signURL)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.UseTokenService(a.signURL, tokens.Client(sceneFetchTimeout)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // Ingest opens the scene at src (a scene folder, a STAC item path or URL)

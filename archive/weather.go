@@ -23,6 +23,15 @@ const (
 	// DefaultWeatherRefresh is how old a provisional day's fetch may be
 	// before it is fetched again (on use, or by RefreshWeather).
 	DefaultWeatherRefresh = 24 * time.Hour
+	// SeriesWeatherWait bounds how long a time series waits for weather its
+	// cell does not have stored yet: the fetch goes on in the background
+	// and a later request finds the days stored.
+	SeriesWeatherWait = time.Second
+	// weatherFillTimeout bounds one background fill (the source's retries
+	// included); weatherFillBackoff is how long a failed fill is not tried
+	// again for the same cell and days.
+	weatherFillTimeout = 5 * time.Minute
+	weatherFillBackoff = time.Minute
 )
 
 // WeatherConfig is the archive's weather source.
@@ -79,6 +88,23 @@ type weatherState struct {
 	// by the cell's key): fields sharing a cell wait for the first fetch
 	// and then find its days stored.
 	cells [64]sync.Mutex
+
+	// stop ends the background fills (close); fillsWG waits for them.
+	stop    context.Context
+	cancel  context.CancelFunc
+	fillsWG sync.WaitGroup
+	// fills are the background fetches of time series' weather by cell and
+	// days, one at a time each; a failed one stays until its retryAt.
+	fillsMu sync.Mutex
+	fills   map[string]*weatherFill
+}
+
+// weatherFill is one background fetch of a cell's days (fillWeather).
+type weatherFill struct {
+	done    chan struct{} // closed when days and err are set
+	days    []weather.Day
+	err     error
+	retryAt time.Time
 }
 
 func newWeatherState(cfg WeatherConfig) *weatherState {
@@ -94,7 +120,53 @@ func newWeatherState(cfg WeatherConfig) *weatherState {
 	if cfg.Name == "" {
 		cfg.Name = "weather"
 	}
-	return &weatherState{cfg: cfg}
+	stop, cancel := context.WithCancel(context.Background())
+	return &weatherState{cfg: cfg, stop: stop, cancel: cancel, fills: map[string]*weatherFill{}}
+}
+
+// close cancels the background fills and waits for them to end.
+func (w *weatherState) close() {
+	if w == nil {
+		return
+	}
+	w.cancel()
+	w.fillsWG.Wait()
+}
+
+// fill starts fetch in the background under key unless one runs (or
+// failed less than weatherFillBackoff ago), and returns it.
+func (w *weatherState) fill(key string, fetch func(context.Context) ([]weather.Day, error)) *weatherFill {
+	w.fillsMu.Lock()
+	defer w.fillsMu.Unlock()
+	if f, ok := w.fills[key]; ok {
+		select {
+		case <-f.done:
+			if time.Now().Before(f.retryAt) {
+				return f
+			}
+		default:
+			return f // still running
+		}
+	}
+	f := &weatherFill{done: make(chan struct{})}
+	w.fills[key] = f
+	w.fillsWG.Add(1)
+	go func() {
+		defer w.fillsWG.Done()
+		ctx, cancel := context.WithTimeout(w.stop, weatherFillTimeout)
+		defer cancel()
+		days, err := fetch(ctx)
+		w.fillsMu.Lock()
+		f.days, f.err = days, err
+		if err == nil {
+			delete(w.fills, key) // stored: later requests read the cache
+		} else {
+			f.retryAt = time.Now().Add(weatherFillBackoff)
+		}
+		w.fillsMu.Unlock()
+		close(f.done)
+	}()
+	return f
 }
 
 func (w *weatherState) lock(cell string) *sync.Mutex {
@@ -190,6 +262,68 @@ func (a *Archive) WeatherDays(ctx context.Context, lat, lon float64, from, to ti
 		out[i] = byDate[from.AddDate(0, 0, i).Format(time.DateOnly)]
 	}
 	return out, weatherError(weather.Complete(out, from, to))
+}
+
+// weatherDaysBy is WeatherDays for a caller that must not wait on the
+// source beyond deadline (the time series' GDD column); a zero deadline
+// is WeatherDays. A local table answers directly. With a cached source the
+// stored days answer when every day is stored (provisional ones even when
+// stale: their refresh is the daily RefreshWeather's and /fields/weather's
+// business); otherwise the missing days are fetched in the background (one
+// fetch per cell and days at a time, a failure not retried for a minute)
+// and waited for until deadline; after it the answer is ErrBusy, and a
+// later call finds the days stored.
+func (a *Archive) weatherDaysBy(ctx context.Context, lat, lon float64, from, to, deadline time.Time) ([]weather.Day, error) {
+	if deadline.IsZero() || a.weather == nil || a.weather.cfg.Source == nil || !a.weather.cfg.Cache {
+		return a.WeatherDays(ctx, lat, lon, from, to)
+	}
+	w := a.weather
+	cell := a.WeatherCell(lat, lon)
+	if err := (weather.Query{Lat: lat, Lon: lon, From: from, To: to}).Validate(); err != nil {
+		return nil, weatherError(err)
+	}
+	key := cell.Key()
+	fromS, toS := from.Format(time.DateOnly), to.Format(time.DateOnly)
+	// Without the cell's lock: a fill in progress holds it.
+	cached, err := a.store.WeatherDays(ctx, w.cfg.Name, key, fromS, toS)
+	if err != nil {
+		return nil, err
+	}
+	byDate := make(map[string]weather.Day, len(cached))
+	for _, c := range cached {
+		byDate[c.Date] = c.Day
+	}
+	n := weather.Days(from, to)
+	out := make([]weather.Day, n)
+	complete := true
+	for i := range n {
+		d, ok := byDate[from.AddDate(0, 0, i).Format(time.DateOnly)]
+		if !ok {
+			complete = false
+			break
+		}
+		out[i] = d
+	}
+	if complete {
+		return out, weatherError(weather.Complete(out, from, to))
+	}
+	f := w.fill(key+" "+fromS+" "+toS, func(ctx context.Context) ([]weather.Day, error) {
+		days, err := a.WeatherDays(ctx, lat, lon, from, to)
+		if err != nil && ctx.Err() == nil {
+			a.log.WarnContext(ctx, "weather for a time series", "cell", key, "from", fromS, "to", toS, "err", err)
+		}
+		return days, err
+	})
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case <-f.done:
+		return f.days, f.err
+	case <-wait.C:
+		return nil, &Error{Kind: ErrBusy, Msg: fmt.Sprintf("the weather of cell %s is being fetched", key), RetryAfter: 5}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // fetchWeather asks the source for from..to at the cell centre, stores the
@@ -322,6 +456,12 @@ type FieldWeather struct {
 // accumulations of u's field over a season (see WeatherRequest), at the
 // weather cell of the centre of the field's bounding box.
 func (a *Archive) FieldWeather(ctx context.Context, u User, req WeatherRequest) (FieldWeather, error) {
+	return a.fieldWeather(ctx, u, req, time.Time{})
+}
+
+// fieldWeather is FieldWeather waiting on the source until deadline at
+// most (weatherDaysBy; zero: as long as the source takes).
+func (a *Archive) fieldWeather(ctx context.Context, u User, req WeatherRequest, deadline time.Time) (FieldWeather, error) {
 	f, err := a.Field(ctx, u, req.Field, false)
 	if err != nil {
 		return FieldWeather{}, err
@@ -377,7 +517,7 @@ func (a *Archive) FieldWeather(ctx context.Context, u User, req WeatherRequest) 
 		return FieldWeather{}, weatherError(err)
 	}
 	c := f.Bound.Center()
-	days, err := a.WeatherDays(ctx, c[1], c[0], fromT, toT)
+	days, err := a.weatherDaysBy(ctx, c[1], c[0], fromT, toT, deadline)
 	if err != nil {
 		return FieldWeather{}, err
 	}
@@ -436,7 +576,11 @@ func (a *Archive) FieldGDD(ctx context.Context, u User, req WeatherRequest) (map
 // harvest_date or today. Dates in no season (or in a season without a
 // crop_type) are absent. This is the join of /fields/timeseries' GDD
 // column: an index date gets the GDD accumulated by then in its season.
+// It never waits on the weather source for long: days not stored yet are
+// fetched in the background and waited for SeriesWeatherWait at most in
+// all, after which the answer is ErrBusy and a later call finds them.
 func (a *Archive) FieldGDDSpan(ctx context.Context, u User, fieldName, from, to string) (map[string]GDDDay, error) {
+	deadline := time.Now().Add(SeriesWeatherWait)
 	_, seasons, err := a.Seasons(ctx, u, fieldName)
 	if err != nil {
 		return nil, err
@@ -454,7 +598,7 @@ func (a *Archive) FieldGDDSpan(ctx context.Context, u User, fieldName, from, to 
 		if s.CropType == "" || s.StartDate > to || end < from || end < s.StartDate {
 			continue
 		}
-		fw, err := a.FieldWeather(ctx, u, WeatherRequest{Field: fieldName, Season: s.StartDate})
+		fw, err := a.fieldWeather(ctx, u, WeatherRequest{Field: fieldName, Season: s.StartDate}, deadline)
 		if err != nil {
 			return nil, fmt.Errorf("season %s: %w", s.StartDate, err)
 		}

@@ -193,3 +193,82 @@ func TestTimeSeriesGDDColumn(t *testing.T) {
 	}
 	assert.Equal(t, 96, with, "2019-04-01..2019-07-05")
 }
+
+// The time series never waits on the weather source (issue 21): with an
+// upstream that hangs, or refuses connections while the client retries
+// with its default backoff, /fields/timeseries answers within
+// SeriesWeatherWait without the GDD column; the fetch goes on in the
+// background, once per cell, and the next request after it has the column.
+func TestTimeSeriesDoesNotWaitOnWeather(t *testing.T) {
+	for _, mode := range []string{"hangs", "refuses"} {
+		t.Run(mode, func(t *testing.T) {
+			tab, err := weather.ReadTableFile(testenv.DataDir(t, "weather", "flanders-31UES.csv"))
+			require.NoError(t, err)
+			upstream := weathertest.New(tab.All())
+			t.Cleanup(upstream.Close)
+			t.Cleanup(upstream.Release)
+			cfg, err := archive.OpenMeteoWeather(upstream.URL, true)
+			require.NoError(t, err)
+			now := func() time.Time { return time.Date(2019, 12, 20, 9, 0, 0, 0, time.UTC) }
+			cfg.Source.(*weather.OpenMeteo).Now, cfg.Now = now, now // default timeout and retries
+			env := servertest.NewWith(t, archive.Config{Weather: cfg}, server.Config{})
+			tok := env.AddUser(t, "farmer", nil)
+			registerRealFields(t, env.Handler, tok, []string{"UES-03"}, []string{"ndvi"})
+			r := do(t, env.Handler, "POST", "/fields/metadata/register", tok, map[string]any{"field_name": "UES-03",
+				"start_date": "2019-04-01", "harvest_date": "2019-09-15", "crop_type": "maize"})
+			require.Equal(t, 201, r.Status, "%s", r.Body)
+			ingest(t, env, filepath.Join(testenv.DataDir(t, "s2", "flanders-31UES"), "2019-06-20"))
+
+			series := func() (api.TimeSeries, time.Duration) {
+				began := time.Now()
+				r := do(t, env.Handler, "GET", "/fields/timeseries?field_name=UES-03&index=ndvi&start_date=2019-06-01&end_date=2019-06-30", tok, nil)
+				took := time.Since(began)
+				require.Equal(t, 200, r.Status, "%s", r.Body)
+				var ts api.TimeSeries
+				require.NoError(t, json.Unmarshal(r.Body, &ts))
+				require.Len(t, ts.Series, 30)
+				return ts, took
+			}
+			noGDD := func(ts api.TimeSeries) {
+				for _, d := range ts.Series {
+					assert.Nil(t, d.GDDCum, d.Date)
+				}
+			}
+			if mode == "hangs" {
+				upstream.Hold()
+			} else {
+				upstream.Close() // connections refused
+			}
+			for range 2 {
+				ts, took := series()
+				assert.Less(t, took, 1500*time.Millisecond)
+				noGDD(ts)
+			}
+			if mode == "refuses" {
+				return
+			}
+			assert.Equal(t, 1, upstream.Requests(), "one background fetch for the cell, not one per request")
+
+			// The held fetch is answered: the next request finds the days stored.
+			upstream.Release()
+			var ts api.TimeSeries
+			require.Eventually(t, func() bool {
+				ts, _ = series()
+				return ts.Series[0].GDDCum != nil
+			}, 10*time.Second, 50*time.Millisecond)
+			r = do(t, env.Handler, "GET", "/fields/weather?field_name=UES-03", tok, nil)
+			require.Equal(t, 200, r.Status, "%s", r.Body)
+			var w api.WeatherSeason
+			require.NoError(t, json.Unmarshal(r.Body, &w))
+			byDate := map[string]api.WeatherDay{}
+			for _, d := range w.Daily {
+				byDate[d.Date] = d
+			}
+			for _, d := range ts.Series {
+				require.NotNil(t, d.GDDCum, d.Date)
+				assert.Equal(t, byDate[d.Date].GDDCum, *d.GDDCum, d.Date)
+			}
+			assert.Equal(t, 1, upstream.Requests(), "the season fetched once, then read from the cache")
+		})
+	}
+}

@@ -39,7 +39,7 @@ func runBoundaries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	start := fs.String("start", "", "first acquisition date used (YYYY-MM-DD)")
 	end := fs.String("end", "", "last acquisition date used (YYYY-MM-DD)")
 	simplify := fs.Float64("simplify", 0, "smooth pixel staircases with this tolerance in metres, without gaps (0: pixel edges)")
-	signURL := signURLFlag(fs)
+	remote := addRemoteFlags(fs)
 	if err := fs.Parse(expandScenes(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -95,7 +95,7 @@ func runBoundaries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 
 	list := make([]boundary.Scene, 0, len(scenes))
 	for _, src := range scenes {
-		sc, err := openSceneArg(ctx, src, imagery.SceneOptions{}, *signURL)
+		sc, err := openSceneArg(ctx, src, imagery.SceneOptions{}, remote)
 		if err != nil {
 			return fmt.Errorf("--scene: %w", err)
 		}

@@ -44,8 +44,8 @@ type indexJob struct {
 	timings bool
 	// cpuProfile names a file for a CPU profile of the run (go tool pprof).
 	cpuProfile string
-	// signURL is --sign-url: the SAS token service signing remote items' assets.
-	signURL string
+	// remote are --sign-url and --ingest-allow-host.
+	remote *remoteFlags
 }
 
 // runIndex computes per-field index statistics and PNGs:
@@ -67,7 +67,7 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Twice the CPUs: file creation and renames block, decoding does not.
 	fs.IntVar(&job.workers, "workers", 2*runtime.GOMAXPROCS(0), "fields processed concurrently")
 	fs.BoolVar(&job.timings, "timings", false, "print per-step wall times to stderr")
-	fs.StringVar(&job.signURL, "sign-url", "", signURLUsage)
+	job.remote = addRemoteFlags(fs)
 	fs.StringVar(&job.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
 	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
@@ -177,7 +177,7 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		}
 	}()
 	for _, src := range job.scenes {
-		s, err := openSceneArg(ctx, src, imagery.SceneOptions{Date: job.date}, job.signURL)
+		s, err := openSceneArg(ctx, src, imagery.SceneOptions{Date: job.date}, job.remote)
 		if err != nil {
 			if len(job.scenes) == 1 || ctx.Err() != nil {
 				return err

@@ -15,9 +15,12 @@ import (
 // runIngest ingests scenes into an existing data directory (works while a
 // server runs):
 //
-//	cropkit ingest --data DIR [--min-clear 0.6] [--date YYYY-MM-DD] SCENE...
+//	cropkit ingest --data DIR [--min-clear 0.6] [--date YYYY-MM-DD] [--sign-url URL] [--ingest-allow-host host:port] SCENE...
 //
-// SCENE is a scene folder, a STAC item path or a STAC item URL. One line per
+// SCENE is a scene folder, a STAC item path or a STAC item URL. An item
+// URL's origin and --sign-url's may be private addresses (the operator
+// named them); its assets on another private origin need
+// --ingest-allow-host. One line per
 // scene on stdout and a summary; a scene that fails makes the exit status
 // non-zero. Progress goes to stderr.
 func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -29,7 +32,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	dateFlag := fs.String("date", "", "acquisition date YYYY-MM-DD for scenes without one in their metadata or name")
 	workers := fs.Int("workers", 0, "fields ingested concurrently (0: number of CPUs)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
-	signURL := signURLFlag(fs)
+	remote := addRemoteFlags(fs)
 	scenes, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -55,7 +58,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger, SignURL: *signURL})
+	core, err := storage.open(ctx, *dataDir, false, archive.Config{MinClear: *minClear, Workers: *workers, Logger: logger, SignURL: remote.signURL, IngestAllowHosts: remote.allowHosts})
 	if errors.Is(err, archive.ErrNotFound) {
 		return fmt.Errorf("--data %s: no cropkit data directory there (start `cropkit serve --data %s` once to create it)", *dataDir, *dataDir)
 	}

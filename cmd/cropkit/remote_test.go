@@ -44,7 +44,8 @@ func TestIndexRemoteRealItems(t *testing.T) {
 				u = strings.Replace(u, "127.0.0.1", "localhost", 1) // named by host name
 			}
 			out := t.TempDir()
-			_, err := runIndexArgs(t, "--scene", u, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi,ndmi", "--out", out)
+			_, err := runIndexArgs(t, "--scene", u, "--sign-url", ri.SignURL, "--ingest-allow-host", strings.Join(ri.AssetHosts, ","),
+				"--fields", fields, "--index", "ndvi,ndmi", "--out", out)
 			require.NoError(t, err)
 			for _, idx := range []string{"ndvi", "ndmi"} {
 				want := readReport(t, filepath.Join(ref, "UES-03", "2019-06-20", idx+".json"))
@@ -56,9 +57,15 @@ func TestIndexRemoteRealItems(t *testing.T) {
 	assert.Zero(t, ri.Unsigned(), "Planetary Computer hrefs are requested only signed")
 	assert.Positive(t, ri.BlobRequests())
 
+	// The item URL's origin is allowed, not the other loopback origin its
+	// assets are on: that one needs --ingest-allow-host (issue 18).
+	_, err = runIndexArgs(t, "--scene", ri.Item(t, "earthsearch-v1-s2l2a-S2A_32TMT_20200305_1").URL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	assert.ErrorContains(t, err, "catalogue address 127.0.0.1 refused: loopback address")
+
 	// Without --sign-url the Planetary Computer-like host (not on
 	// *.blob.core.windows.net) answers 403, named in the error.
-	_, err = runIndexArgs(t, "--scene", ri.Item(t, "pc-s2l2a-S2B").URL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+	_, err = runIndexArgs(t, "--scene", ri.Item(t, "pc-s2l2a-S2B").URL, "--ingest-allow-host", ri.AssetHosts[1],
+		"--fields", fields, "--index", "ndvi", "--out", t.TempDir())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "403")
 
@@ -67,7 +74,8 @@ func TestIndexRemoteRealItems(t *testing.T) {
 		"earthsearch-v1-landsat":         "s3://usgs-landsat is a requester-pays bucket",
 		"earthsearch-v1-s1grd":           "Sentinel-1 GRD item: in radar geometry",
 	} {
-		_, err := runIndexArgs(t, "--scene", ri.Item(t, name).URL, "--sign-url", ri.SignURL, "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
+		_, err := runIndexArgs(t, "--scene", ri.Item(t, name).URL, "--sign-url", ri.SignURL, "--ingest-allow-host", ri.AssetHosts[0],
+			"--ingest-allow-host", ri.AssetHosts[1], "--fields", fields, "--index", "ndvi", "--out", t.TempDir())
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), reason)
 	}
@@ -203,7 +211,12 @@ func TestIngestRemoteRealItems(t *testing.T) {
 
 	dir := setup()
 	pc := ri.Item(t, "pc-s2l2a-S2B")
-	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, pc.URL)
+	// The asset servers are other loopback origins than the item's: refused
+	// unless named (the item URL's own origin alone is allowed).
+	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, pc.URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "refused: loopback address")
+	code, out, errOut := runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, "--ingest-allow-host", strings.Join(ri.AssetHosts, ","), pc.URL)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "1 usable")
 	got, sources := mean(dir)
@@ -211,22 +224,7 @@ func TestIngestRemoteRealItems(t *testing.T) {
 	assert.Equal(t, []string{pc.URL}, sources)
 	assert.Zero(t, ri.Unsigned())
 
-	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, ri.Item(t, "earthsearch-v1-landsat").URL)
+	code, _, errOut = runCmd(t, "", "ingest", "--data", dir, "--sign-url", ri.SignURL, "--ingest-allow-host", strings.Join(ri.AssetHosts, ","), ri.Item(t, "earthsearch-v1-landsat").URL)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "s3://usgs-landsat is a requester-pays bucket")
-}
-
-func TestNamesPrivateHost(t *testing.T) {
-	ctx := context.Background()
-	for u, want := range map[string]bool{
-		"http://127.0.0.1:8080/item.json":     true,
-		"http://localhost:8080/item.json":     true,
-		"http://[::1]/item.json":              true,
-		"http://10.1.2.3/item.json":           true,
-		"https://8.8.8.8/item.json":           false,
-		"http://169.254.169.254/latest":       true,
-		"https://no-such-host.invalid/x.json": false,
-	} {
-		assert.Equal(t, want, namesPrivateHost(ctx, u), u)
-	}
 }

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
-	"net/netip"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -17,17 +14,36 @@ import (
 	"github.com/cropkit/cropkit/archive"
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/internal/netguard"
 	"github.com/cropkit/cropkit/stac"
-	"github.com/cropkit/cropkit/webhook"
 )
 
 // signURLUsage documents --sign-url on every command that reads catalogue items.
 const signURLUsage = "SAS token service `URL` (GET URL/token/{collection}) whose tokens sign every asset request of remote items " +
 	"(a Planetary Computer mirror or proxy); without it only assets on *.blob.core.windows.net are signed, with " + stac.PlanetaryComputerSASURL
 
-// signURLFlag adds --sign-url to fs.
-func signURLFlag(fs *flag.FlagSet) *string {
-	return fs.String("sign-url", "", signURLUsage)
+// allowHostUsage documents --ingest-allow-host on the commands that read
+// remote items named on the command line.
+const allowHostUsage = "a further host:port the remote items' assets may be on when it is a loopback, private or link-local address " +
+	"(a band file server beside a private catalogue); the item URL's own origin and --sign-url's are allowed without it; repeatable"
+
+// remoteFlags are the flags of the commands that read remote items.
+type remoteFlags struct {
+	// signURL is --sign-url: the SAS token service signing remote items' assets.
+	signURL string
+	// allowHosts are --ingest-allow-host.
+	allowHosts []string
+}
+
+// addRemoteFlags adds --sign-url and --ingest-allow-host to fs.
+func addRemoteFlags(fs *flag.FlagSet) *remoteFlags {
+	r := &remoteFlags{}
+	fs.StringVar(&r.signURL, "sign-url", "", signURLUsage)
+	fs.Func("ingest-allow-host", allowHostUsage, func(v string) error {
+		r.allowHosts = append(r.allowHosts, strings.Split(v, ",")...)
+		return nil
+	})
+	return r
 }
 
 // sceneFetchTimeout bounds one request of a remote item or its bands.
@@ -35,14 +51,19 @@ const sceneFetchTimeout = 30 * time.Second
 
 // configureSigning makes c sign asset requests with the token service at
 // signURL: every asset host is signed, since the operator named the service
-// for the catalogue they read. The service is reached even on a private
-// address (the operator named it). Empty signURL keeps the default
-// (Planetary Computer's blob storage, its public token service).
+// for the catalogue they read. The service's origin may be on a private
+// address (the operator named it); nothing else the token client reaches
+// may. Empty signURL keeps the default (Planetary Computer's blob storage,
+// its public token service).
 func configureSigning(c *stac.Client, signURL string) error {
 	if signURL == "" {
 		return nil
 	}
-	if err := c.UseTokenService(signURL, webhook.NewClient(true, sceneFetchTimeout)); err != nil {
+	tokens, err := netguard.New("token service").Allow(signURL)
+	if err == nil {
+		err = c.UseTokenService(signURL, tokens.Client(sceneFetchTimeout))
+	}
+	if err != nil {
 		return fmt.Errorf("--sign-url: %w", err)
 	}
 	return nil
@@ -58,15 +79,23 @@ func isHTTPURL(s string) bool {
 // file as imagery.OpenScene does, or the URL of a remote STAC item with the
 // catalogue's rules: its hrefs resolve against that URL, none may name a
 // local file, the asset of each band is chosen deterministically, and
-// Planetary Computer assets (or all, with --sign-url) are signed. The item's
-// host was named by the user, so it may be loopback or private; its assets
-// may be too only when the item's host is.
-func openSceneArg(ctx context.Context, src string, opts imagery.SceneOptions, signURL string) (*imagery.Scene, error) {
+// Planetary Computer assets (or all, with --sign-url) are signed. The user
+// named the item URL and --sign-url, so their origins (host and port) may
+// be loopback or private; assets on any other origin may be only when
+// --ingest-allow-host names it.
+func openSceneArg(ctx context.Context, src string, opts imagery.SceneOptions, remote *remoteFlags) (*imagery.Scene, error) {
 	if !isHTTPURL(src) {
 		return imagery.OpenScene(ctx, src, opts)
 	}
-	c := stac.NewClient(namesPrivateHost(ctx, src), sceneFetchTimeout)
-	if err := configureSigning(c, signURL); err != nil {
+	guard, err := stac.NewGuard().Allow(src, remote.signURL)
+	if err == nil {
+		guard, err = guard.AllowHosts(remote.allowHosts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scene %s: %w", src, err)
+	}
+	c := stac.NewGuardedClient(guard, sceneFetchTimeout)
+	if err := configureSigning(c, remote.signURL); err != nil {
 		return nil, err
 	}
 	it, err := c.GetItem(ctx, src)
@@ -78,34 +107,6 @@ func openSceneArg(ctx context.Context, src string, opts imagery.SceneOptions, si
 		return nil, fmt.Errorf("scene %s: %w", src, err)
 	}
 	return s, nil
-}
-
-// namesPrivateHost reports whether the URL's host is, or resolves to, a
-// loopback, private, link-local or metadata address (localhost included).
-func namesPrivateHost(ctx context.Context, raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	if a, err := netip.ParseAddr(host); err == nil {
-		return webhook.CheckAddr(a) != nil
-	}
-	if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		if webhook.CheckAddr(a) != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // fieldFeature is one feature of a fields file, or why it cannot be used.

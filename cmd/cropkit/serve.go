@@ -112,7 +112,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	reg, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
 	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks,
-		IngestAllowPrivate: *ingestAllowPrivate, TokenTTL: *tokenTTL, SignURL: mon.signURL, Weather: weatherCfg})
+		IngestAllowPrivate: *ingestAllowPrivate, IngestAllowHosts: mon.allowHosts, TokenTTL: *tokenTTL, SignURL: mon.signURL, Weather: weatherCfg})
 	if err != nil {
 		return err
 	}

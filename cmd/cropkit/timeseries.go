@@ -44,7 +44,6 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	var scenes stringList
 	var fieldsPath, indexList, from, to, out string
 	var workers int
-	var signURL string
 	fs.Var(&scenes, "scene", "scene folder DIR/<BAND>.tif, STAC item JSON path or http(s) URL (repeatable; every sensor whose bands the index uses)")
 	fs.StringVar(&fieldsPath, "fields", "", "GeoJSON FeatureCollection of field polygons (EPSG:4326; name from properties.field_name or name)")
 	fs.StringVar(&indexList, "index", "", "comma-separated indices: "+strings.Join(imagery.NewCatalogue().Names(), ","))
@@ -53,7 +52,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fs.StringVar(&out, "out", "", "output folder: OUT/<field>/<index>.json")
 	fs.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "scenes read concurrently")
 	maskClasses := fs.String("mask-classes", "strict", "Sentinel-2 SCL classes that are not clear: strict (all but 4 vegetation and 5 not vegetated), default (the server's: 0,1,3,8,9,10,11) or a list such as 0,1,3,8,9,10")
-	fs.StringVar(&signURL, "sign-url", "", signURLUsage)
+	remote := addRemoteFlags(fs)
 	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
@@ -121,7 +120,7 @@ func runTimeseries(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		}
 	}()
 	for _, src := range scenes {
-		s, err := openSceneArg(ctx, src, sceneOpts, signURL)
+		s, err := openSceneArg(ctx, src, sceneOpts, remote)
 		if err != nil {
 			return err
 		}

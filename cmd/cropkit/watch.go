@@ -190,7 +190,7 @@ func runJobs(ctx context.Context, name string, args []string, stdout, stderr io.
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	_, metrics := newRegistry()
 	hooks.Observe = metrics.ObserveDelivery
-	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks, Weather: weatherCfg})
+	core, err := storage.open(ctx, *dataDir, true, archive.Config{MinClear: *minClear, Logger: logger, Webhooks: hooks, Weather: weatherCfg, IngestAllowHosts: o.allowHosts})
 	if err != nil {
 		return err
 	}

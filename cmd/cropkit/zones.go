@@ -55,7 +55,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	seed := fs.Uint64("seed", 0, "k-means seed")
 	timings := fs.Bool("timings", false, "print step times to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (for go tool pprof)")
-	signURL := signURLFlag(fs)
+	remote := addRemoteFlags(fs)
 	if err := fs.Parse(expandScenes(args)); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func runZones(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	for _, dir := range scenes {
 		bar.Add(1)
 		// --date also dates a scene whose files and folder name carry no date.
-		sc, err := openSceneArg(ctx, dir, imagery.SceneOptions{Date: day}, *signURL)
+		sc, err := openSceneArg(ctx, dir, imagery.SceneOptions{Date: day}, remote)
 		if errors.Is(err, imagery.ErrNoDate) {
 			return fmt.Errorf("%w: give its date with --date", err)
 		}

@@ -405,6 +405,9 @@ func (c *Catalog) itemJSON(p *published) map[string]any {
 	if p.Datetime.IsZero() {
 		props["datetime"] = nil
 	}
+	if p.NoCloudCover {
+		delete(props, "eo:cloud_cover")
+	}
 	if p.EPSG != 0 {
 		props["proj:epsg"] = p.EPSG
 		props["proj:code"] = "EPSG:" + strconv.Itoa(p.EPSG)

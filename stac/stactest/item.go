@@ -27,6 +27,10 @@ type Item struct {
 	Created, Updated time.Time
 	// CloudCover is eo:cloud_cover in percent.
 	CloudCover float64
+	// NoCloudCover serves the item without eo:cloud_cover, as real
+	// catalogues serve radar (Sentinel-1) items: a query or CQL2 filter on
+	// it then excludes the item, as theirs do.
+	NoCloudCover bool
 	// EPSG is served as proj:epsg and proj:code ("EPSG:32631").
 	EPSG int
 	// Bbox is [west, south, east, north] in degrees; the geometry is its polygon.

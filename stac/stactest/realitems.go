@@ -43,6 +43,10 @@ type RealItems struct {
 	SignURL string
 	// BlobURL is the root of the Planetary Computer-like asset server.
 	BlobURL string
+	// AssetHosts are the "host:port" of the two asset servers (plain and
+	// Planetary Computer-like): other origins than the items', which a
+	// client must allow separately to reach them on loopback.
+	AssetHosts []string
 
 	items, assets, blob, sas *httptest.Server
 
@@ -111,6 +115,7 @@ func ServeRealItems(t testing.TB, chip string) *RealItems {
 		}
 	})
 	r.BlobURL, r.SignURL = r.blob.URL, r.sas.URL+"/api/sas/v1"
+	r.AssetHosts = []string{r.assets.Listener.Addr().String(), r.blob.Listener.Addr().String()}
 
 	shifted := map[bool]string{}
 	for _, shift := range []bool{false, true} {

@@ -429,7 +429,7 @@ func property(it *published, name string) (any, bool) {
 	}
 	switch name {
 	case "eo:cloud_cover":
-		return it.CloudCover, true
+		return it.CloudCover, !it.NoCloudCover
 	case "datetime":
 		return it.Datetime, true
 	case "created":

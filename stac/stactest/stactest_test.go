@@ -157,3 +157,42 @@ func TestSearchRequests(t *testing.T) {
 		})
 	}
 }
+
+// An item without eo:cloud_cover (radar) is served without it, found by a
+// search without a cloud filter and excluded by one (query or CQL2), as a
+// real catalogue excludes it.
+func TestItemWithoutCloudCover(t *testing.T) {
+	s2 := stactest.Chips(t, "flanders-31UES", "2019-06-20")[0]
+	radar := stactest.Item{ID: "S1A_radar", Collection: "sentinel-1-rtc", Datetime: s2.Datetime.Add(time.Hour), EPSG: s2.EPSG, Bbox: s2.Bbox,
+		NoCloudCover: true, Files: map[string]string{"vv": s2.Files["red"]}}
+	cat := stactest.New(t, stactest.Options{})
+	cat.Publish(s2, radar)
+	for _, tt := range []struct {
+		name  string
+		query url.Values
+		ids   []string
+	}{
+		{"no filter", url.Values{}, []string{radar.ID, s2.ID}},
+		{"query", url.Values{"query": {`{"eo:cloud_cover":{"lte":100}}`}}, []string{s2.ID}},
+		{"CQL2 JSON", url.Values{"filter-lang": {"cql2-json"}, "filter": {`{"op":"<=","args":[{"property":"eo:cloud_cover"},100]}`}}, []string{s2.ID}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := get(t, cat, "GET", cat.URL()+"/search?"+tt.query.Encode(), "")
+			require.Equal(t, 200, resp.StatusCode, "%s", body)
+			var fc struct {
+				Features []struct {
+					ID         string         `json:"id"`
+					Properties map[string]any `json:"properties"`
+				} `json:"features"`
+			}
+			require.NoError(t, json.Unmarshal(body, &fc))
+			var got []string
+			for _, f := range fc.Features {
+				got = append(got, f.ID)
+				_, has := f.Properties["eo:cloud_cover"]
+				assert.Equal(t, f.ID == s2.ID, has, f.ID)
+			}
+			assert.Equal(t, tt.ids, got)
+		})
+	}
+}

@@ -38,6 +38,27 @@ type Server struct {
 	mu       sync.Mutex
 	failures []int // statuses answered to the next requests, in order
 	queries  []string
+	held     chan struct{} // while non-nil, requests wait for it to close (Hold)
+}
+
+// Hold makes requests wait without an answer (a hanging upstream) until
+// Release or until their client gives up.
+func (s *Server) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = make(chan struct{})
+	}
+}
+
+// Release lets the held requests, and later ones, be answered.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		close(s.held)
+		s.held = nil
+	}
 }
 
 // New starts a Server over days; Close it when done.
@@ -108,7 +129,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if len(s.failures) > 0 {
 		status, s.failures = s.failures[0], s.failures[1:]
 	}
+	held := s.held
 	s.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if status != 0 {
 		if status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "0")

@@ -321,7 +321,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if err == nil {
 				return nil
 			}
-			hard, cancelHard := context.WithTimeout(context.Background(), 10*time.Second)
+			// Cancelled jobs still record their outcome (within
+			// recordTimeout, on a database other processes write too):
+			// give them that and a margin before giving up on them.
+			hard, cancelHard := context.WithTimeout(context.Background(), recordTimeout+10*time.Second)
 			defer cancelHard()
 			if errors.Is(err, context.DeadlineExceeded) {
 				// The grace is over: the jobs still running are cancelled

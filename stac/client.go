@@ -10,11 +10,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cropkit/cropkit/internal/httpretry"
 	"github.com/cropkit/cropkit/internal/netguard"
 )
 
@@ -324,17 +324,8 @@ func (c *Client) once(ctx context.Context, hc *http.Client, req request) ([]byte
 
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
 func retryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
+	d, _ := httpretry.ParseRetryAfter(v, time.Now())
+	return d
 }
 
 // getJSON GETs u and decodes its JSON answer into v.

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cropkit/cropkit/internal/httpretry"
 	"github.com/cropkit/cropkit/internal/netguard"
 )
 
@@ -489,16 +490,8 @@ func redactURL(u string) string {
 	return base + "?" + v.Encode()
 }
 
+// retryAfter is a Retry-After header's delay (0 when absent or unreadable).
 func retryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
+	d, _ := httpretry.ParseRetryAfter(v, time.Now())
+	return d
 }

@@ -10,12 +10,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cropkit/cropkit/api"
+	"github.com/cropkit/cropkit/internal/httpretry"
 )
 
 // Dispatcher defaults.
@@ -418,22 +418,6 @@ func isTimeout(err error) bool {
 
 // parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		if secs > int64(DefaultMaxRetryAfter/time.Second)*365 {
-			secs = int64(DefaultMaxRetryAfter/time.Second) * 365
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
+	d, ok := httpretry.ParseRetryAfter(v, now)
+	return min(d, DefaultMaxRetryAfter*365), ok
 }

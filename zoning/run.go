@@ -54,7 +54,8 @@ func Run(ctx context.Context, req Request) (*Collection, error) {
 	opts := req.Options
 	tol := opts.SimplifyTolerance
 	opts.SimplifyTolerance = 0 // simplified after tiling, outline kept
-	res, err := Compute(ctx, req.Grid, mask, req.Layers, opts)
+	// The polygons come from TileOutline: Compute's would be thrown away.
+	res, err := partition(ctx, req.Grid, mask, req.Layers, opts, defaultPipeline())
 	if err != nil {
 		return nil, err
 	}

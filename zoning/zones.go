@@ -221,6 +221,23 @@ func defaultPipeline() pipeline {
 }
 
 func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options, pipe pipeline) (*Result, error) {
+	res, err := partition(ctx, grid, mask, layers, opts, pipe)
+	if err != nil {
+		return nil, err
+	}
+	res.Polygons = polygonize(res.Labels, grid)
+	if opts.SimplifyTolerance > 0 {
+		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance, false)
+	}
+	res.Quality.Polygons = len(res.Polygons)
+	res.Quality.SmallestZoneHa, res.Quality.SmallestPolygonHa = smallestAreas(res.Zones, res.Polygons)
+	return res, nil
+}
+
+// partition is computeWith up to the zones: their labels, statistics and
+// variance reduction, without polygons (Run traces them clipped to the
+// outline instead).
+func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options, pipe pipeline) (*Result, error) {
 	n := grid.Cols * grid.Rows
 	if grid.Cols <= 0 || grid.Rows <= 0 || grid.DX <= 0 || grid.DY <= 0 {
 		return nil, fmt.Errorf("%w: empty or malformed grid %+v", ErrInvalidOptions, grid)
@@ -326,7 +343,14 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 		// cannot hold exactly 0.1 ha, and rounding up would ask 11 pixels.
 		minPixels = max(1, int(math.Round(opts.MinAreaHa*10000/grid.PixelArea())))
 	}
-	feat := pixelFeatures(used, idx, n)
+	// The sieve and refinement compare the unsmoothed features: without
+	// smoothing, the ones clustered.
+	var feat []float64
+	if opts.Smooth < 1 {
+		feat = scatterFeatures(features, len(used), idx, n)
+	} else {
+		feat = pixelFeatures(used, idx, n)
+	}
 	variants := pipe.variants
 	if len(variants) == 0 || !small {
 		variants = []variant{pipe.variant}
@@ -399,17 +423,11 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 
 	zones := numberZones(labels, layers[valueLayer].Values, opts.Zones, grid.PixelArea())
 	res := &Result{Grid: grid, Labels: labels, Zones: zones, Inertia: inertia, Clustered: len(idx)}
-	res.Polygons = polygonize(labels, grid)
-	if opts.SimplifyTolerance > 0 {
-		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance, false)
-	}
 	res.Quality = Quality{
 		VarianceReduction: varianceReduction(labels, layers[valueLayer].Values, len(zones)),
 		Pixels:            len(idx),
 		Zones:             len(zones),
-		Polygons:          len(res.Polygons),
 	}
-	res.Quality.SmallestZoneHa, res.Quality.SmallestPolygonHa = smallestAreas(zones, res.Polygons)
 	return res, nil
 }
 
@@ -554,15 +572,27 @@ func standardize(layers []Layer, idx []int) []float64 {
 // labelled pixel in breadth-first (4-neighbour) order, walking through any
 // pixel so that parts of the mask without data are reached too.
 func fillNearest(labels []int32, mask []bool, cols, rows int) {
-	queue := make([]int32, 0, len(labels))
-	seen := make([]bool, len(labels))
+	// The queue starts with the labelled pixels in raster order, as a
+	// breadth-first search from all of them would, but only those next to
+	// an unlabelled pixel: the others have nothing to give. A pixel is
+	// reached once, when it takes a label, so "labelled" is "seen".
 	missing := 0
 	for i, l := range labels {
-		if l != 0 {
-			queue = append(queue, int32(i))
-			seen[i] = true
-		} else if mask[i] {
+		if l == 0 && mask[i] {
 			missing++
+		}
+	}
+	if missing == 0 {
+		return
+	}
+	var queue []int32
+	for r := range rows {
+		for c := range cols {
+			p := r*cols + c
+			if labels[p] != 0 && ((r > 0 && labels[p-cols] == 0) || (c > 0 && labels[p-1] == 0) ||
+				(c < cols-1 && labels[p+1] == 0) || (r < rows-1 && labels[p+cols] == 0)) {
+				queue = append(queue, int32(p))
+			}
 		}
 	}
 	for head := 0; head < len(queue) && missing > 0; head++ {
@@ -583,10 +613,9 @@ func fillNearest(labels []int32, mask []bool, cols, rows int) {
 			nb[m], m = p+cols, m+1
 		}
 		for _, q := range nb[:m] {
-			if seen[q] {
+			if labels[q] != 0 {
 				continue
 			}
-			seen[q] = true
 			labels[q] = labels[p]
 			if mask[q] {
 				missing--
@@ -659,8 +688,12 @@ func numberZones(labels []int32, values []float64, k int, pixelArea float64) []Z
 // per pixel (len(layers) values each, NaN at pixels not clustered): what
 // the sieve compares zones by.
 func pixelFeatures(layers []Layer, idx []int, n int) []float64 {
-	dim := len(layers)
-	f := standardize(layers, idx)
+	return scatterFeatures(standardize(layers, idx), len(layers), idx, n)
+}
+
+// scatterFeatures spreads the features f of the pixels idx (dim values
+// each) over the n pixels, NaN at the others.
+func scatterFeatures(f []float64, dim int, idx []int, n int) []float64 {
 	out := make([]float64, n*dim)
 	for i := range out {
 		out[i] = math.NaN()

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/paulmach/orb"
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrOutlineOutsideGrid is returned by TileOutline when the outline leaves
@@ -56,18 +58,29 @@ func TileOutline(labels []int32, g Grid, outline orb.MultiPolygon, nodata int32)
 	}
 	inside := Rasterize(outline, g)
 	t.internalEdges(inside)
-	var out []LabeledPolygon
 	zones := make([]int32, 0, len(t.edges))
 	for z := range t.edges {
 		zones = append(zones, z)
 	}
 	slices.Sort(zones)
-	for _, z := range zones {
-		for _, p := range t.polygons(t.edges[z]) {
-			for _, q := range SplitPinches(p) {
-				out = append(out, LabeledPolygon{Label: z, Polygon: q})
+	// Labels are traced independently, on all cores, and joined in order.
+	parts := make([][]LabeledPolygon, len(zones))
+	var wg errgroup.Group
+	wg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, z := range zones {
+		wg.Go(func() error {
+			for _, p := range t.polygons(t.edges[z]) {
+				for _, q := range SplitPinches(p) {
+					parts[i] = append(parts[i], LabeledPolygon{Label: z, Polygon: q})
+				}
 			}
-		}
+			return nil
+		})
+	}
+	wg.Wait()
+	var out []LabeledPolygon
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out, nil
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/paulmach/orb"
+	"golang.org/x/sync/errgroup"
 )
 
 // Collection is a zone result as polygon features in one CRS: what every
@@ -72,14 +74,29 @@ func (r *Result) Collection(dstEPSG int) (*Collection, error) {
 	for _, z := range r.Zones {
 		byID[z.ID] = z
 	}
-	c := &Collection{EPSG: dstEPSG, Features: make([]Feature, 0, len(r.Polygons))}
-	for _, p := range r.Polygons {
-		z := byID[p.Zone]
-		poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
-		if !ok || !finitePolygon(poly) {
-			return nil, fmt.Errorf("reproject zone %d to EPSG:%d: coordinates outside the CRS's area of use", p.Zone, dstEPSG)
-		}
-		c.Features = append(c.Features, Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly})
+	c := &Collection{EPSG: dstEPSG, Features: make([]Feature, len(r.Polygons))}
+	// The polygons are projected in chunks on all cores (a large field's
+	// thousands of polygons take tens of milliseconds on one); the first
+	// polygon that fails, in order, is reported.
+	failed := make([]bool, len(r.Polygons))
+	chunk := max(64, (len(r.Polygons)+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for lo := 0; lo < len(r.Polygons); lo += chunk {
+		g.Go(func() error {
+			for i := lo; i < min(lo+chunk, len(r.Polygons)); i++ {
+				p := r.Polygons[i]
+				z := byID[p.Zone]
+				poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
+				failed[i] = !ok || !finitePolygon(poly)
+				c.Features[i] = Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly}
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if i := slices.Index(failed, true); i >= 0 {
+		return nil, fmt.Errorf("reproject zone %d to EPSG:%d: coordinates outside the CRS's area of use", r.Polygons[i].Zone, dstEPSG)
 	}
 	q := r.Quality
 	c.Quality = &q

@@ -139,26 +139,37 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 		if len(opts.Values) != len(labels)*dim {
 			return fmt.Errorf("sieve: %d values for %d labels of %d values", len(opts.Values), len(labels), dim)
 		}
-		sum, cnt := map[int32][]float64{}, map[int32]float64{}
+		type acc struct {
+			sum []float64
+			cnt float64
+		}
+		accs := map[int32]*acc{}
+		// Runs of one label are long: the map is looked up when the label
+		// changes, not at every pixel (the sums are the same).
+		cur, a := nodata, (*acc)(nil)
 		for i, l := range labels {
 			v := opts.Values[i*dim : (i+1)*dim]
 			if l == nodata || !finiteAll(v) {
 				continue
 			}
-			if sum[l] == nil {
-				sum[l] = make([]float64, dim)
+			if l != cur || a == nil {
+				if a = accs[l]; a == nil {
+					a = &acc{sum: make([]float64, dim)}
+					accs[l] = a
+				}
+				cur = l
 			}
 			for d, x := range v {
-				sum[l][d] += x
+				a.sum[d] += x
 			}
-			cnt[l]++
+			a.cnt++
 		}
-		labelMean = make(map[int32][]float64, len(sum))
-		for l, s := range sum {
-			for d := range s {
-				s[d] /= cnt[l]
+		labelMean = make(map[int32][]float64, len(accs))
+		for l, a := range accs {
+			for d := range a.sum {
+				a.sum[d] /= a.cnt
 			}
-			labelMean[l] = s
+			labelMean[l] = a.sum
 		}
 	}
 	mean := make([]float64, dim)

@@ -112,6 +112,21 @@ func MeanValues(grids ...[]float64) ([]float64, error) {
 	}
 	n := len(grids[0])
 	sum := make([]float64, n)
+	if len(grids) == 1 {
+		// One image (a single date): its values, infinities as NaN and
+		// −0 as 0, what the sums below give, in one pass.
+		for i, v := range grids[0] {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				sum[i] = math.NaN()
+			case v == 0:
+				sum[i] = 0
+			default:
+				sum[i] = v
+			}
+		}
+		return sum, nil
+	}
 	cnt := make([]int32, n)
 	for g, vals := range grids {
 		if len(vals) != n {

@@ -722,12 +722,20 @@ func postProcess(ctx context.Context, kmLabels []int32, idx []int, features, fea
 		if v.mergeByValue {
 			sieve.Values, sieve.Dim = feat, dim
 		}
-		for range max(v.sievePasses, 1) {
-			before := slices.Clone(labels)
+		passes := max(v.sievePasses, 1)
+		if !v.intoLarge {
+			passes = 1
+		}
+		var before []int32
+		for pass := range passes {
+			again := pass+1 < passes // another pass follows unless this one changes nothing
+			if again {
+				before = append(before[:0], labels...)
+			}
 			if err := geo.SieveWithOptions(labels, grid.Cols, grid.Rows, sieve); err != nil {
 				return nil, fmt.Errorf("sieve zones: %w", err)
 			}
-			if !v.intoLarge || slices.Equal(before, labels) {
+			if !again || slices.Equal(before, labels) {
 				break
 			}
 		}

@@ -372,9 +372,19 @@ func (t *tiler) internalEdges(inside []bool) {
 // polygons chains one label's directed edges into rings and groups them
 // into polygons in the grid's CRS.
 func (t *tiler) polygons(edges []dirEdge) []orb.Polygon {
-	from := make(map[uv][]int, len(edges))
+	// The edges leaving each vertex, in edge order: a list threaded
+	// through after (one map entry per vertex, no slice per vertex).
+	type chain struct{ first, last int32 }
+	from := make(map[uv]chain, len(edges))
+	after := make([]int32, len(edges))
 	for k, e := range edges {
-		from[e.a] = append(from[e.a], k)
+		after[k] = -1
+		if c, ok := from[e.a]; ok {
+			after[c.last] = int32(k)
+			from[e.a] = chain{c.first, int32(k)}
+		} else {
+			from[e.a] = chain{int32(k), int32(k)}
+		}
 	}
 	used := make([]bool, len(edges))
 	var rings []orb.Ring
@@ -392,9 +402,10 @@ func (t *tiler) polygons(edges []dirEdge) []orb.Polygon {
 			if e.b == start {
 				break
 			}
-			next, best := -1, math.Inf(-1)
+			next, best := int32(-1), math.Inf(-1)
 			din := orb.Point{e.b[0] - e.a[0], e.b[1] - e.a[1]}
-			for _, cand := range from[e.b] {
+			c0, ok := from[e.b]
+			for cand := c0.first; ok && cand >= 0; cand = after[cand] {
 				if used[cand] {
 					continue
 				}
@@ -410,7 +421,7 @@ func (t *tiler) polygons(edges []dirEdge) []orb.Polygon {
 			if next < 0 {
 				break // open chain: cannot happen for a closed outline; dropped below
 			}
-			k = next
+			k = int(next)
 		}
 		if ring[0] != ring[len(ring)-1] {
 			continue

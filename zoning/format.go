@@ -92,15 +92,21 @@ func safeName(s string) string {
 // (multi)polygon in EPSG:4326 (geo.Rasterize, with its all-touched
 // fallback for a parcel thinner than a pixel): the mask Compute takes.
 func FieldMask(field orb.MultiPolygon, grid geo.Grid) ([]bool, error) {
+	mask, _, err := fieldMask(field, grid)
+	return mask, err
+}
+
+// fieldMask is FieldMask, also returning the field in grid's CRS.
+func fieldMask(field orb.MultiPolygon, grid geo.Grid) ([]bool, orb.MultiPolygon, error) {
 	t, err := crs.New(4326, grid.EPSG)
 	if err != nil {
-		return nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
+		return nil, nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
 	}
 	mp, err := geo.Transform(field, t)
 	if err != nil {
-		return nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
+		return nil, nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
 	}
-	return geo.Rasterize(mp, grid), nil
+	return geo.Rasterize(mp, grid), mp, nil
 }
 
 // MeanValues is the per-pixel mean of several value grids of the same

@@ -79,7 +79,7 @@ func TestRegionLabellerMatchesFloodFill(t *testing.T) {
 // zeros, infinities, subnormals; with a NaN it falls back to slices.Sort.
 func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 100, 5000, 100000} {
+	for _, n := range []int{0, 1, 100, 5000, 100000, 1<<16 + 1} { // the last one in two halves
 		x := make([]float64, n)
 		for i := range x {
 			switch rng.IntN(10) {

@@ -2,7 +2,10 @@ package zoning
 
 import (
 	"math"
+	"runtime"
 	"slices"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // sortFloats sorts x in increasing order: a least-significant-digit radix
@@ -11,8 +14,11 @@ import (
 // a field's million pixels, with the same result (the sorted values; a
 // -0 before a +0 where a comparison sort keeps either order, which no sum
 // can tell). Slices holding a NaN, and short ones, go to slices.Sort.
+// Long slices sort as two halves on two cores, then merge: the keys are
+// totally ordered, so the result is the same.
 func sortFloats(x []float64) {
 	const minRadix = 4096
+	const minParallel = 1 << 16
 	if len(x) < minRadix {
 		slices.Sort(x)
 		return
@@ -33,6 +39,33 @@ func sortFloats(x []float64) {
 		keys[i] = b
 	}
 	tmp := make([]uint64, len(x))
+	if len(x) < minParallel || runtime.GOMAXPROCS(0) < 2 {
+		for i, b := range radixSort(keys, tmp) {
+			x[i] = fromKey(b)
+		}
+		return
+	}
+	h := len(x) / 2
+	var lo, hi []uint64
+	var g errgroup.Group
+	g.Go(func() error { lo = radixSort(keys[:h], tmp[:h]); return nil })
+	hi = radixSort(keys[h:], tmp[h:])
+	g.Wait()
+	i, j := 0, 0
+	for k := range x {
+		if j == len(hi) || (i < len(lo) && lo[i] <= hi[j]) {
+			x[k] = fromKey(lo[i])
+			i++
+		} else {
+			x[k] = fromKey(hi[j])
+			j++
+		}
+	}
+}
+
+// radixSort sorts keys, with tmp as scratch of the same length, and
+// returns the one of the two holding the result.
+func radixSort(keys, tmp []uint64) []uint64 {
 	var count [1 << 16]int
 	for shift := uint(0); shift < 64; shift += 16 {
 		clear(count[:])
@@ -54,12 +87,15 @@ func sortFloats(x []float64) {
 		}
 		keys, tmp = tmp, keys
 	}
-	for i, b := range keys {
-		if b>>63 != 0 {
-			b &^= 1 << 63
-		} else {
-			b = ^b
-		}
-		x[i] = math.Float64frombits(b)
+	return keys
+}
+
+// fromKey is the value of a sort key.
+func fromKey(b uint64) float64 {
+	if b>>63 != 0 {
+		b &^= 1 << 63
+	} else {
+		b = ^b
 	}
+	return math.Float64frombits(b)
 }

@@ -368,8 +368,10 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 			if err != nil {
 				return nil, err
 			}
-			c := candidate{labels: l, vr: featureVR(l, feat, len(used), opts.Zones)}
+			c := candidate{labels: l}
+			// A single candidate wins whatever its scores (large fields).
 			if len(variants)*len(starts) > 1 {
+				c.vr = featureVR(l, feat, len(used), opts.Zones)
 				_, c.regions = countRegions(l, grid.Cols, grid.Rows)
 			}
 			cands = append(cands, c)

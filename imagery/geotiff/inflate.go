@@ -41,7 +41,7 @@ const (
 	// litlenBits of the first-level literal/length table: 12 lets a literal
 	// and the length code after it share one entry (see combineCodes).
 	litlenBits = 12
-	distBits   = 8 // bits of the first-level distance table
+	distBits   = 10 // bits of the first-level distance table
 	// Second-level tables hang off first-level entries; each symbol longer
 	// than the first level adds at most 2^(15−bits) entries.
 	litlenTableSize = 1<<litlenBits + maxLitLen<<(maxCodeLen-litlenBits)

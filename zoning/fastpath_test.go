@@ -65,7 +65,6 @@ func fillNearestReference(labels []int32, mask []bool, cols, rows int) {
 	}
 }
 
-
 // fillNearest gives the labels of the breadth-first search from every
 // labelled pixel, on random rasters with sparse or dense labels and masks.
 func TestFillNearestMatchesFullSearch(t *testing.T) {

@@ -163,18 +163,9 @@ type geometryJSON struct {
 // per zone part with DOSE, RASTER_VAL and ZONE. Outer rings are
 // counter-clockwise and holes clockwise. It writes the JSON directly: a
 // 10,000 ha field has hundreds of thousands of vertices.
-func (c *Collection) MarshalJSON() ([]byte, error) {
-	n := 0
-	for _, f := range c.Features {
-		for _, r := range f.Polygon {
-			n += len(r)
-		}
-	}
-	b := make([]byte, 0, 128+len(c.Features)*128+n*40)
-	b = append(b, `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":`...)
-	b = strconv.AppendQuote(b, crs.URN(c.EPSG))
-	b = append(b, `}},"features":[`...)
-	for i, f := range c.Features {
+// appendFeatures appends the GeoJSON features fs, comma-separated.
+func appendFeatures(b []byte, fs []Feature) ([]byte, error) {
+	for i, f := range fs {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -206,6 +197,50 @@ func (c *Collection) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"ZONE":`...)
 		b = strconv.AppendInt(b, int64(f.Zone), 10)
 		b = append(b, "}}"...)
+	}
+	return b, nil
+}
+
+func (c *Collection) MarshalJSON() ([]byte, error) {
+	n := 0
+	for _, f := range c.Features {
+		for _, r := range f.Polygon {
+			n += len(r)
+		}
+	}
+	b := make([]byte, 0, 128+len(c.Features)*128+n*40)
+	b = append(b, `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":`...)
+	b = strconv.AppendQuote(b, crs.URN(c.EPSG))
+	b = append(b, `}},"features":[`...)
+	// The features are encoded in chunks on all cores (a large field has
+	// thousands), then joined in order.
+	chunk := max(256, (len(c.Features)+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
+	parts := make([][]byte, (len(c.Features)+chunk-1)/chunk)
+	errs := make([]error, len(parts))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range parts {
+		g.Go(func() error {
+			lo, hi := i*chunk, min((i+1)*chunk, len(c.Features))
+			if i == 0 {
+				parts[i], errs[i] = appendFeatures(b, c.Features[lo:hi]) // in place: the first part is b
+				return nil
+			}
+			parts[i], errs[i] = appendFeatures(make([]byte, 0, (hi-lo)*128+(n/len(c.Features)+1)*(hi-lo)*40), c.Features[lo:hi])
+			return nil
+		})
+	}
+	g.Wait()
+	for i, part := range parts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if i == 0 {
+			b = part
+			continue
+		}
+		b = append(b, ',')
+		b = append(b, part...)
 	}
 	b = append(b, ']')
 	if c.Quality != nil {

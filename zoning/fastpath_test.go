@@ -2,6 +2,7 @@ package zoning
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -137,4 +138,19 @@ func TestCollectionOrderOnAllCores(t *testing.T) {
 	for i, f := range all.Features {
 		assert.Equal(t, r.Polygons[i].Zone, f.Zone)
 	}
+	// Encoded in chunks, the same bytes; a bad coordinate in a later
+	// chunk is reported.
+	b, err := all.MarshalJSON()
+	require.NoError(t, err)
+	prev = runtime.GOMAXPROCS(1)
+	b1, err := all.MarshalJSON()
+	runtime.GOMAXPROCS(prev)
+	require.NoError(t, err)
+	assert.Equal(t, string(b1), string(b))
+	back, err := ParseCollection(b)
+	require.NoError(t, err)
+	assert.Len(t, back.Features, 500)
+	all.Features[400].Polygon[0][1][0] = math.Inf(1)
+	_, err = all.MarshalJSON()
+	assert.ErrorContains(t, err, "not finite")
 }

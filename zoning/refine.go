@@ -97,18 +97,32 @@ func refineCounting(ctx context.Context, labels []int32, feat []float64, dim, k,
 		}
 	}
 	examined := 0
+	// With one feature, safe[2l], safe[2l+1] bound the values for which
+	// no other zone's mean is closer than zone l's: such a pixel cannot
+	// move, and the sweep passes it by without reading its neighbours.
+	var safe []float64
 	for range maxSweeps {
 		if err := ctx.Err(); err != nil {
 			return examined, err
 		}
 		zoneMeans(mean, cnt, labels, feat, dim, k)
+		if dim == 1 {
+			safe = safeIntervals(safe, mean, cnt, k)
+		}
 		moved := 0
 		for w := range cand {
 			for cand[w] != 0 {
 				p := w<<6 | bits.TrailingZeros64(cand[w])
 				cand[w] &= cand[w] - 1
 				a := labels[p]
-				if a == 0 || math.IsNaN(feat[p*dim]) {
+				f0 := feat[p*dim]
+				if a == 0 || math.IsNaN(f0) {
+					continue
+				}
+				if safe != nil && f0 >= safe[2*a] && f0 <= safe[2*a+1] {
+					// No zone is closer: it stays, and stays a candidate
+					// for when the means have moved.
+					mark(next, p)
 					continue
 				}
 				examined++
@@ -179,6 +193,42 @@ func refineCounting(ctx context.Context, labels []int32, feat []float64, dim, k,
 		}
 	}
 	return examined, nil
+}
+
+// safeIntervals returns, for each zone l of one-feature means (zones
+// without pixels have no mean), the interval [lo, hi] = out[2l], out[2l+1]
+// of the values that are no farther from l's mean than from any other
+// zone's: the midpoints to the closest means below and above, moved
+// inwards by far more than their rounding error, so that in exact
+// arithmetic, and hence after the monotone rounding of dist2Centre, no
+// zone is strictly closer. A zone whose mean another zone shares gets
+// that zone's distance, never strictly less, so it does not narrow the
+// interval.
+func safeIntervals(out, mean, cnt []float64, k int) []float64 {
+	out = append(out[:0], make([]float64, 2*(k+1))...)
+	for a := 1; a <= k; a++ {
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if cnt[a] > 0 {
+			ma := mean[a]
+			for b := 1; b <= k; b++ {
+				mb := mean[b]
+				if b == a || cnt[b] == 0 || mb == ma {
+					continue
+				}
+				mid := ma + (mb-ma)/2
+				margin := 1e-12*(math.Abs(ma)+math.Abs(mb)) + 1e-300
+				if mb < ma {
+					lo = max(lo, mid+margin)
+				} else {
+					hi = min(hi, mid-margin)
+				}
+			}
+		} else {
+			lo, hi = math.Inf(1), math.Inf(-1) // never safe (no pixel can have it)
+		}
+		out[2*a], out[2*a+1] = lo, hi
+	}
+	return out
 }
 
 // zoneMeans sets mean to the zones' mean feature vectors (labels 1..k; 0

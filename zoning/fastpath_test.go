@@ -72,6 +72,7 @@ func TestFillNearestMatchesFullSearch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, tc := range []struct{ cols, rows, labelled, masked int }{
 		{1, 20, 3, 80}, {20, 1, 3, 80}, {30, 20, 90, 90}, {64, 48, 5, 70}, {100, 80, 50, 100}, {40, 40, 0, 50},
+		{30, 20, 100, 50}, // nothing to fill: the labels outside the mask are still cleared
 	} {
 		for trial := range 10 {
 			n := tc.cols * tc.rows

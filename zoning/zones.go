@@ -577,26 +577,32 @@ func fillNearest(labels []int32, mask []bool, cols, rows int) {
 	// The queue starts with the labelled pixels in raster order, as a
 	// breadth-first search from all of them would, but only those next to
 	// an unlabelled pixel: the others have nothing to give. A pixel is
-	// reached once, when it takes a label, so "labelled" is "seen".
+	// reached once, when it takes a label, so "labelled" is "seen". One
+	// pass finds them, counts the mask pixels to fill and notes labels
+	// outside the mask (cleared at the end).
 	missing := 0
-	for i, l := range labels {
-		if l == 0 && mask[i] {
-			missing++
-		}
-	}
-	if missing == 0 {
-		return
-	}
+	labelledOutside := false
 	var queue []int32
 	for r := range rows {
-		for c := range cols {
+		row := labels[r*cols : (r+1)*cols]
+		for c, l := range row {
 			p := r*cols + c
-			if labels[p] != 0 && ((r > 0 && labels[p-cols] == 0) || (c > 0 && labels[p-1] == 0) ||
-				(c < cols-1 && labels[p+1] == 0) || (r < rows-1 && labels[p+cols] == 0)) {
+			if l == 0 {
+				if mask[p] {
+					missing++
+				}
+				continue
+			}
+			if !mask[p] {
+				labelledOutside = true
+			}
+			if (c > 0 && row[c-1] == 0) || (c < cols-1 && row[c+1] == 0) ||
+				(r > 0 && labels[p-cols] == 0) || (r < rows-1 && labels[p+cols] == 0) {
 				queue = append(queue, int32(p))
 			}
 		}
 	}
+	frontier := len(queue)
 	for head := 0; head < len(queue) && missing > 0; head++ {
 		p := int(queue[head])
 		c, r := p%cols, p/cols
@@ -625,9 +631,19 @@ func fillNearest(labels []int32, mask []bool, cols, rows int) {
 			queue = append(queue, int32(q))
 		}
 	}
-	for i, in := range mask {
-		if !in {
-			labels[i] = 0
+	// Outside the mask only the pixels labelled here, or labelled before
+	// when some were, carry a label to clear.
+	if labelledOutside {
+		for i, in := range mask {
+			if !in {
+				labels[i] = 0
+			}
+		}
+		return
+	}
+	for _, q := range queue[frontier:] {
+		if !mask[q] {
+			labels[q] = 0
 		}
 	}
 }

@@ -313,6 +313,17 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 	// Beyond searchPixels the search is cut to one start and one
 	// post-processing, to keep large fields fast (O(pixels) passes).
 	small := pipe.searchPixels <= 0 || len(idx) <= pipe.searchPixels
+	// The sieve and refinement compare the unsmoothed features per pixel
+	// (without smoothing, the ones clustered), spread on the other core
+	// while k-means runs.
+	pixelFeat := make(chan []float64, 1)
+	go func() {
+		if opts.Smooth < 1 {
+			pixelFeat <- scatterFeatures(features, len(used), idx, n)
+		} else {
+			pixelFeat <- pixelFeatures(used, idx, n)
+		}
+	}()
 	var starts []KMeansResult
 	if len(used) == 1 && len(idx) <= maxExact1D {
 		var km KMeansResult
@@ -343,14 +354,7 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 		// cannot hold exactly 0.1 ha, and rounding up would ask 11 pixels.
 		minPixels = max(1, int(math.Round(opts.MinAreaHa*10000/grid.PixelArea())))
 	}
-	// The sieve and refinement compare the unsmoothed features: without
-	// smoothing, the ones clustered.
-	var feat []float64
-	if opts.Smooth < 1 {
-		feat = scatterFeatures(features, len(used), idx, n)
-	} else {
-		feat = pixelFeatures(used, idx, n)
-	}
+	feat := <-pixelFeat
 	variants := pipe.variants
 	if len(variants) == 0 || !small {
 		variants = []variant{pipe.variant}

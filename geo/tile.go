@@ -8,7 +8,8 @@ import (
 	"slices"
 
 	"github.com/paulmach/orb"
-	"golang.org/x/sync/errgroup"
+
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // ErrOutlineOutsideGrid is returned by TileOutline when the outline leaves
@@ -65,16 +66,15 @@ func TileOutline(labels []int32, g Grid, outline orb.MultiPolygon, nodata int32)
 	slices.Sort(zones)
 	// Labels are traced independently, on all cores, and joined in order.
 	parts := make([][]LabeledPolygon, len(zones))
-	var wg errgroup.Group
+	var wg panicgroup.Group
 	wg.SetLimit(runtime.GOMAXPROCS(0))
 	for i, z := range zones {
-		wg.Go(func() error {
+		wg.Go(func() {
 			for _, p := range t.polygons(t.edges[z]) {
 				for _, q := range SplitPinches(p) {
 					parts[i] = append(parts[i], LabeledPolygon{Label: z, Polygon: q})
 				}
 			}
-			return nil
 		})
 	}
 	wg.Wait()

@@ -8,10 +8,9 @@ import (
 	"runtime"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // defaultBlock is the cache's block size when the file does not tell its
@@ -50,10 +49,10 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, e
 	// into its own part of out; the first failure in block order is
 	// reported.
 	errs := make([]error, len(blocks))
-	var g errgroup.Group
+	var g panicgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, k := range blocks {
-		g.Go(func() error {
+		g.Go(func() {
 			blockWin := geo.Window{Col: k.bx * bw, Row: k.by * bh, Cols: bw, Rows: bh}.Intersect(full)
 			r, err := s.cache.get(ctx, k, func() (*geotiff.Raster, error) {
 				return b.file.ReadWindow(ctx, blockWin)
@@ -64,7 +63,6 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, e
 			if err != nil {
 				errs[i] = fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
 			}
-			return nil
 		})
 	}
 	g.Wait()

@@ -12,7 +12,8 @@ import (
 
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/paulmach/orb"
-	"golang.org/x/sync/errgroup"
+
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // Collection is a zone result as polygon features in one CRS: what every
@@ -80,10 +81,10 @@ func (r *Result) Collection(dstEPSG int) (*Collection, error) {
 	// polygon that fails, in order, is reported.
 	failed := make([]bool, len(r.Polygons))
 	chunk := max(64, (len(r.Polygons)+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
-	var g errgroup.Group
+	var g panicgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for lo := 0; lo < len(r.Polygons); lo += chunk {
-		g.Go(func() error {
+		g.Go(func() {
 			for i := lo; i < min(lo+chunk, len(r.Polygons)); i++ {
 				p := r.Polygons[i]
 				z := byID[p.Zone]
@@ -91,7 +92,6 @@ func (r *Result) Collection(dstEPSG int) (*Collection, error) {
 				failed[i] = !ok || !finitePolygon(poly)
 				c.Features[i] = Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly}
 			}
-			return nil
 		})
 	}
 	g.Wait()
@@ -217,17 +217,16 @@ func (c *Collection) MarshalJSON() ([]byte, error) {
 	chunk := max(256, (len(c.Features)+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
 	parts := make([][]byte, (len(c.Features)+chunk-1)/chunk)
 	errs := make([]error, len(parts))
-	var g errgroup.Group
+	var g panicgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range parts {
-		g.Go(func() error {
+		g.Go(func() {
 			lo, hi := i*chunk, min((i+1)*chunk, len(c.Features))
 			if i == 0 {
 				parts[i], errs[i] = appendFeatures(b, c.Features[lo:hi]) // in place: the first part is b
-				return nil
+				return
 			}
 			parts[i], errs[i] = appendFeatures(make([]byte, 0, (hi-lo)*128+(n/len(c.Features)+1)*(hi-lo)*40), c.Features[lo:hi])
-			return nil
 		})
 	}
 	g.Wait()

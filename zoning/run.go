@@ -9,6 +9,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // Request is everything one zone map needs (see Run).
@@ -55,11 +56,12 @@ func Run(ctx context.Context, req Request) (*Collection, error) {
 	opts.SimplifyTolerance = 0 // simplified after tiling, outline kept
 	// What the tiling needs of the outline alone is prepared on the other
 	// core while the zones are computed.
-	prepared := make(chan tiling, 1)
-	go func() { prepared <- prepareTiling(req.Grid, outline) }()
+	var prep panicgroup.Group
+	var tl tiling
+	prep.Go(func() { tl = prepareTiling(req.Grid, outline) })
 	// The polygons come from TileOutline: Compute's would be thrown away.
 	res, err := partition(ctx, req.Grid, mask, req.Layers, opts, defaultPipeline())
-	tl := <-prepared
+	prep.Wait()
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"slices"
 
-	"golang.org/x/sync/errgroup"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // sortFloats sorts x in increasing order: a least-significant-digit radix
@@ -47,8 +47,8 @@ func sortFloats(x []float64) {
 	}
 	h := len(x) / 2
 	var lo, hi []uint64
-	var g errgroup.Group
-	g.Go(func() error { lo = radixSort(keys[:h], tmp[:h]); return nil })
+	var g panicgroup.Group
+	g.Go(func() { lo = radixSort(keys[:h], tmp[:h]) })
 	hi = radixSort(keys[h:], tmp[h:])
 	g.Wait()
 	i, j := 0, 0

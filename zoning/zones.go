@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // MaxZones bounds the number of zones a request may ask for.
@@ -316,14 +317,15 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 	// The sieve and refinement compare the unsmoothed features per pixel
 	// (without smoothing, the ones clustered), spread on the other core
 	// while k-means runs.
-	pixelFeat := make(chan []float64, 1)
-	go func() {
+	var spread panicgroup.Group
+	var feat []float64
+	spread.Go(func() {
 		if opts.Smooth < 1 {
-			pixelFeat <- scatterFeatures(features, len(used), idx, n)
+			feat = scatterFeatures(features, len(used), idx, n)
 		} else {
-			pixelFeat <- pixelFeatures(used, idx, n)
+			feat = pixelFeatures(used, idx, n)
 		}
-	}()
+	})
 	var starts []KMeansResult
 	if len(used) == 1 && len(idx) <= maxExact1D {
 		var km KMeansResult
@@ -333,6 +335,7 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 	if len(starts) == 0 || (pipe.lloydToo && small) {
 		km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
 		if err != nil {
+			spread.Wait()
 			return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
 		}
 		starts = append(starts, km)
@@ -343,6 +346,7 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 		for s := range uint64(pipe.extraStarts) {
 			km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed + 1 + s, Restarts: 1})
 			if err != nil {
+				spread.Wait()
 				return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
 			}
 			starts = append(starts, km)
@@ -354,7 +358,7 @@ func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, 
 		// cannot hold exactly 0.1 ha, and rounding up would ask 11 pixels.
 		minPixels = max(1, int(math.Round(opts.MinAreaHa*10000/grid.PixelArea())))
 	}
-	feat := <-pixelFeat
+	spread.Wait()
 	variants := pipe.variants
 	if len(variants) == 0 || !small {
 		variants = []variant{pipe.variant}

@@ -101,3 +101,28 @@ func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	sortFloats(x)
 	require.True(t, math.IsNaN(x[0]))
 }
+
+// sortedCopy leaves its source alone and sums the sorted values in order
+// (bit for bit the loop over the sorted slice), short, long and split in
+// halves.
+func TestSortedCopySum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{10, 5000, 1<<16 + 3} {
+		src := make([]float64, n)
+		for i := range src {
+			src[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
+		}
+		orig := slices.Clone(src)
+		dst := make([]float64, n)
+		sum := sortedCopy(dst, src)
+		require.Equal(t, orig, src)
+		want := slices.Clone(src)
+		slices.Sort(want)
+		require.Equal(t, want, dst)
+		var s float64
+		for _, v := range want {
+			s += v
+		}
+		require.Equal(t, math.Float64bits(s), math.Float64bits(sum), "n = %d", n)
+	}
+}

@@ -17,17 +17,34 @@ import (
 // Long slices sort as two halves on two cores, then merge: the keys are
 // totally ordered, so the result is the same.
 func sortFloats(x []float64) {
+	sortedCopy(x, x)
+}
+
+// sortedCopy sets dst to the values of src sorted (sortFloats; src and
+// dst may be the same slice, else of the same length) and returns their
+// sum in sorted order.
+func sortedCopy(dst, src []float64) float64 {
 	const minRadix = 4096
 	const minParallel = 1 << 16
+	x := dst
+	inOrder := func() float64 {
+		var s float64
+		for _, v := range x {
+			s += v
+		}
+		return s
+	}
 	if len(x) < minRadix {
+		copy(x, src)
 		slices.Sort(x)
-		return
+		return inOrder()
 	}
 	keys := make([]uint64, len(x))
-	for i, v := range x {
+	for i, v := range src {
 		if v != v {
+			copy(x, src)
 			slices.Sort(x)
-			return
+			return inOrder()
 		}
 		b := math.Float64bits(v)
 		// Order-preserving: negative values reversed, positive ones above them.
@@ -40,10 +57,12 @@ func sortFloats(x []float64) {
 	}
 	tmp := make([]uint64, len(x))
 	if len(x) < minParallel || runtime.GOMAXPROCS(0) < 2 {
+		var sum float64
 		for i, b := range radixSort(keys, tmp) {
 			x[i] = fromKey(b)
+			sum += x[i]
 		}
-		return
+		return sum
 	}
 	h := len(x) / 2
 	var lo, hi []uint64
@@ -52,6 +71,7 @@ func sortFloats(x []float64) {
 	hi = radixSort(keys[h:], tmp[h:])
 	g.Wait()
 	i, j := 0, 0
+	var sum float64
 	for k := range x {
 		if j == len(hi) || (i < len(lo) && lo[i] <= hi[j]) {
 			x[k] = fromKey(lo[i])
@@ -60,7 +80,9 @@ func sortFloats(x []float64) {
 			x[k] = fromKey(hi[j])
 			j++
 		}
+		sum += x[k]
 	}
+	return sum
 }
 
 // radixSort sorts keys, with tmp as scratch of the same length, and

@@ -75,10 +75,14 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 	}
 
 	// Pixels grouped by region (CSR), to find a small region's neighbours
-	// by looking around its own pixels only.
+	// by looking around its own pixels only. Only regions small at the
+	// start are ever looked around (a region's size only grows, and a
+	// small root's pixels are its own and those of the small regions it
+	// absorbed), so only their pixels are listed.
 	start := make([]int32, nr+1)
+	small := func(id int32) bool { return id >= 0 && rg.size[id] < minPixels }
 	for _, id := range rg.id {
-		if id >= 0 {
+		if small(id) {
 			start[id+1]++
 		}
 	}
@@ -88,7 +92,7 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 	pix := make([]int32, start[nr])
 	fill := append([]int32(nil), start[:nr]...)
 	for i, id := range rg.id {
-		if id >= 0 {
+		if small(id) {
 			pix[fill[id]] = int32(i)
 			fill[id]++
 		}

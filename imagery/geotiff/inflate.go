@@ -31,6 +31,7 @@ type inflater struct {
 	fixedBuilt bool
 	fixedLit   [litlenTableSize]uint32
 	fixedDist  [distTableSize]uint32
+	fixedLens  [maxLitLen]uint8
 }
 
 const (
@@ -48,23 +49,28 @@ const (
 	distTableSize   = 1<<distBits + maxDist<<(maxCodeLen-distBits)
 )
 
-// A table entry packs, from the least significant bits up: the code length
-// to consume (4 bits), the count of extra bits that follow the code or, for
-// a link, the index bits of the second-level table (4 bits), the kind
-// (8 bits) and a value (16 bits): the literal byte, the base length or
-// distance, or the offset of the second-level table.
+// A table entry packs, from the least significant bits up:
+//   - bits 0–5: the input bits the entry consumes: the code and the extra
+//     bits after it (so that one shift advances past both), both codes of
+//     a two-code entry, or the first-level bits of a link;
+//   - bit 7 (entryPlusByte): a literal entry holds two literals, a length
+//     entry holds the literal before the length;
+//   - bits 8–11: the code length, under which the extra bits start, or the
+//     index bits of a link's second-level table;
+//   - bits 12–15: the kind;
+//   - bits 16–31: the value: the literal byte(s) (16–23, 24–31); for a
+//     length the literal before it (16–23) and the base length − 3
+//     (24–31); the base distance; or the offset of a second-level table.
 const (
-	kindLiteral = 1 << (8 + iota)
-	kindLength
-	kindEnd
+	entryBits     = 63 // mask of the bits to consume
+	entryPlusByte = 1 << 7
+)
+
+const (
+	kindLiteral = 1 << (12 + iota)
+	kindLength  // a match length, or in the distance table a valid distance
 	kindLink
-	// kindPair marks a literal entry holding two literals (value: first
-	// byte, then second) whose codes together fit the first level.
-	kindPair
-	// kindLitLen marks an entry holding a literal and then a match length
-	// without extra bits (value: the byte, then the length), whose codes
-	// together fit the first level.
-	kindLitLen
+	kindEnd
 	kindInvalid = 0 // unused code (an incomplete code) or invalid symbol
 )
 
@@ -105,10 +111,11 @@ func (f *inflater) inflate(dst, src []byte) error {
 			out, err = f.stored(dst, out)
 		case 1:
 			f.buildFixed()
-			out, err = f.huffman(dst, out, &f.fixedLit, &f.fixedDist)
+			out, err = f.huffman(dst, out, &f.fixedLit, &f.fixedDist, f.fixedLens[:])
 		case 2:
-			if err = f.readDynamic(); err == nil {
-				out, err = f.huffman(dst, out, &f.litlen, &f.dist)
+			var nlit int
+			if nlit, err = f.readDynamic(); err == nil {
+				out, err = f.huffman(dst, out, &f.litlen, &f.dist, f.lens[:nlit])
 			}
 		default:
 			err = errInflateData
@@ -181,175 +188,250 @@ func (f *inflater) stored(dst []byte, out int) (int, error) {
 	return out + m, nil
 }
 
-// huffman decodes one compressed block with the given tables. The bit
-// reader lives in locals here, the hot loop of the whole read path. At the
-// top of the loop at least 48 bits are pending (a length code, its extra
-// bits, a distance code and its extra bits take at most 15+5+15+13) and e
-// is the first-level entry of the next symbol, looked up ahead so that its
-// load overlaps the previous match's copy.
-func (f *inflater) huffman(dst []byte, out int, lit *[litlenTableSize]uint32, dist *[distTableSize]uint32) (int, error) {
+// huffman decodes one compressed block with the given tables and the code
+// lengths of its literal/length symbols. It returns at the end of the block
+// or when dst is full. The fast loop decodes while the input and output
+// have room for a whole iteration, so that it needs no end checks; the
+// careful loop decodes the rest of the block one symbol at a time.
+func (f *inflater) huffman(dst []byte, out int, lit *[litlenTableSize]uint32, dist *[distTableSize]uint32, lens []uint8) (int, error) {
+	out, end, err := f.huffmanFast(dst, out, lit, dist)
+	if end || err != nil {
+		return out, err
+	}
+	return f.huffmanCareful(dst, out, lit, dist, lens)
+}
+
+const (
+	// fastInMargin is the input the fast loop needs at the top of an
+	// iteration: two 8-byte refills, each advancing at most 7 bytes.
+	fastInMargin = 16
+	// fastOutMargin is the output it needs: two literal entries of two
+	// bytes, the literal of a literal-length entry, the longest match and
+	// the 16 bytes a match copy may write past its end.
+	fastOutMargin = 2 + 2 + 1 + 258 + 16
+)
+
+// huffmanFast is the hot loop of the whole read path, modelled on
+// libdeflate's decompress_template.h. The bit reader lives in locals and is
+// refilled without a branch (8 bytes loaded, whole bytes kept) at the top
+// of each iteration, which leaves at least 56 bits: two literal entries
+// (2×12), a length code with its extra bits (≤ 20: link, 3 more bits, 5
+// extra) fit. A second refill before the distance leaves enough for the
+// distance (≤ 28) and the first-level lookup of the next symbol (12). The
+// next symbol's entry e is looked up before the match is copied, so that
+// its load overlaps the copy. It returns end true at the end of the block,
+// and false with the reader state in f when the margins run out.
+func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32, dist *[distTableSize]uint32) (int, bool, error) {
 	src, pos, bitbuf, nbits := f.src, f.pos, f.bitbuf, f.nbits
-	defer func() { f.pos, f.bitbuf, f.nbits = pos, bitbuf, nbits }()
-	// refill is f.refill on the locals.
-	refill := func() {
-		if pos+8 <= len(src) {
-			bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << nbits
-			pos += int(63-nbits) >> 3
-			nbits |= 56
-			return
-		}
-		f.pos, f.bitbuf, f.nbits = pos, bitbuf, nbits
-		f.refill()
-		pos, bitbuf, nbits = f.pos, f.bitbuf, f.nbits
+	if pos > len(src)-fastInMargin || out > len(dst)-fastOutMargin {
+		return out, false, nil
 	}
-	if nbits < 48 {
-		refill()
-	}
+	bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+	pos += int(63-nbits) >> 3
+	nbits |= 56
 	e := lit[bitbuf&(1<<litlenBits-1)]
-	for {
-		var length int
-		switch {
-		case e&kindLiteral != 0:
-			// Up to four entries of one or two literals while the bits
-			// last (4×12 ≤ 48).
-			for range 4 {
-				n := uint(e & 15)
-				bitbuf >>= n
-				nbits -= n
-				dst[out] = byte(e >> 16)
-				out++
-				if e&kindPair != 0 && out < len(dst) {
-					dst[out] = byte(e >> 24)
-					out++
-				}
-				if out == len(dst) {
-					return out, nil
-				}
-				e = lit[bitbuf&(1<<litlenBits-1)]
-				if e&kindLiteral == 0 {
-					break
-				}
-			}
-			// e is valid if no refill is needed (then at least 48 bits
-			// were pending when it was looked up).
-			if nbits < 48 {
-				if pos+8 <= len(src) {
-					bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << nbits
-					pos += int(63-nbits) >> 3
-					nbits |= 56
-				} else {
-					refill()
-				}
-				e = lit[bitbuf&(1<<litlenBits-1)]
-			}
-			continue
-		case e&kindLitLen != 0:
-			// The usual unit of 16-bit imagery: a literal, then a short
-			// match.
-			n := uint(e & 15)
+	for pos <= len(src)-fastInMargin && out <= len(dst)-fastOutMargin {
+		bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+		pos += int(63-nbits) >> 3
+		nbits |= 56
+		if e&kindLiteral != 0 {
+			// One or two literals per entry, two entries without a
+			// refill. The second byte is written either way (dst has
+			// room) and counted only for a pair: no branch.
+			n := e & entryBits
 			bitbuf >>= n
-			nbits -= n
+			nbits -= uint(n)
 			dst[out] = byte(e >> 16)
-			out++
-			if out == len(dst) {
-				return out, nil
+			dst[out+1] = byte(e >> 24)
+			out += 1 + int(e>>7&1)
+			e = lit[bitbuf&(1<<litlenBits-1)]
+			if e&kindLiteral != 0 {
+				n := e & entryBits
+				bitbuf >>= n
+				nbits -= uint(n)
+				dst[out] = byte(e >> 16)
+				dst[out+1] = byte(e >> 24)
+				out += 1 + int(e>>7&1)
+				e = lit[bitbuf&(1<<litlenBits-1)]
+				continue
 			}
-			length = int(e >> 24)
-		default:
+		}
+		if e&kindLength == 0 {
+			// A link to a second-level table, the end of the block or an
+			// invalid code.
 			if e&kindLink != 0 {
 				bitbuf >>= litlenBits
 				nbits -= litlenBits
-				i := e>>16 + uint32(bitbuf&(1<<(e>>4&15)-1))
+				i := e>>16 + uint32(bitbuf&(1<<(e>>8&15)-1))
 				if i >= litlenTableSize {
-					return out, errInflateData
+					return out, true, errInflateData
 				}
 				e = lit[i]
 				if e&kindLiteral != 0 {
-					n := uint(e & 15)
+					n := e & entryBits
 					bitbuf >>= n
-					nbits -= n
+					nbits -= uint(n)
 					dst[out] = byte(e >> 16)
 					out++
-					if out == len(dst) {
-						return out, nil
-					}
-					if nbits < 48 {
-						refill()
-					}
 					e = lit[bitbuf&(1<<litlenBits-1)]
 					continue
 				}
 			}
-			n := uint(e & 15)
-			bitbuf >>= n
-			nbits -= n
 			if e&kindLength == 0 {
-				if e&kindEnd != 0 {
-					return out, nil
+				if e&kindEnd == 0 {
+					return out, true, errInflateData
 				}
-				return out, errInflateData
+				n := e & entryBits
+				f.pos, f.bitbuf, f.nbits = pos, bitbuf>>n, nbits-uint(n)
+				return out, true, nil
 			}
-			extra := uint(e >> 4 & 15)
-			length = int(e>>16) + int(bitbuf&(1<<extra-1))
-			bitbuf >>= extra
-			nbits -= extra
 		}
+		// A match length, maybe after a literal (the usual unit of 16-bit
+		// imagery: a literal, then a short match). Without the literal the
+		// byte written is overwritten by the match.
+		saved := bitbuf
+		n := e & entryBits
+		bitbuf >>= n
+		nbits -= uint(n)
+		dst[out] = byte(e >> 16)
+		out += int(e >> 7 & 1)
+		length := int(e>>24) + 3 + int(saved&(1<<n-1)>>(e>>8&15))
 
+		bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+		pos += int(63-nbits) >> 3
+		nbits |= 56
 		d := dist[bitbuf&(1<<distBits-1)]
-		if d&kindLink != 0 {
+		if d&kindLength == 0 {
+			if d&kindLink == 0 {
+				return out, true, errInflateData
+			}
 			bitbuf >>= distBits
 			nbits -= distBits
-			i := d>>16 + uint32(bitbuf&(1<<(d>>4&15)-1))
+			i := d>>16 + uint32(bitbuf&(1<<(d>>8&15)-1))
 			if i >= distTableSize {
-				return out, errInflateData
+				return out, true, errInflateData
 			}
 			d = dist[i]
-		}
-		if d&kindLength == 0 {
-			return out, errInflateData
-		}
-		n := uint(d & 15)
-		bitbuf >>= n
-		nbits -= n
-		extra := uint(d >> 4 & 15)
-		distance := int(d>>16) + int(bitbuf&(1<<extra-1))
-		bitbuf >>= extra
-		nbits -= extra
-		if distance > out {
-			return out, errInflateData
-		}
-		if nbits < 48 {
-			// refill's fast path, written out: a closure call per match
-			// is measurable here.
-			if pos+8 <= len(src) {
-				bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << nbits
-				pos += int(63-nbits) >> 3
-				nbits |= 56
-			} else {
-				refill()
+			if d&kindLength == 0 {
+				return out, true, errInflateData
 			}
+		}
+		saved = bitbuf
+		n = d & entryBits
+		bitbuf >>= n
+		nbits -= uint(n)
+		distance := int(d>>16) + int(saved&(1<<n-1)>>(d>>8&15))
+		if distance > out {
+			return out, true, errInflateData
 		}
 		e = lit[bitbuf&(1<<litlenBits-1)]
+
 		from := out - distance
-		if distance >= 8 && out+length+8 <= len(dst) {
-			// Eight bytes at a time; writing past the match is harmless:
-			// those bytes come later.
-			for i := 0; i < length; i += 8 {
+		switch {
+		case distance >= 8:
+			// Eight bytes at a time, each word read from bytes already
+			// final; most matches are short, so the first 16 bytes are
+			// copied without a loop test. Writing past the match is
+			// harmless: those bytes come later.
+			binary.LittleEndian.PutUint64(dst[out:], binary.LittleEndian.Uint64(dst[from:]))
+			binary.LittleEndian.PutUint64(dst[out+8:], binary.LittleEndian.Uint64(dst[from+8:]))
+			for i := 16; i < length; i += 8 {
 				binary.LittleEndian.PutUint64(dst[out+i:], binary.LittleEndian.Uint64(dst[from+i:]))
 			}
-			out += length
-			continue
-		}
-		length = min(length, len(dst)-out)
-		// Overlapping: the copy repeats the last distance bytes.
-		for i := range length {
-			dst[out+i] = dst[from+i]
+		case distance == 1:
+			// A run of one byte.
+			v := uint64(dst[from]) * 0x0101010101010101
+			for i := 0; i < length; i += 8 {
+				binary.LittleEndian.PutUint64(dst[out+i:], v)
+			}
+		default:
+			// Overlapping: the copy repeats the last distance bytes.
+			for i := range length {
+				dst[out+i] = dst[from+i]
+			}
 		}
 		out += length
-		if out == len(dst) {
+	}
+	f.pos, f.bitbuf, f.nbits = pos, bitbuf, nbits
+	return out, false, nil
+}
+
+// huffmanCareful decodes the rest of a block one symbol at a time, with
+// every check: near the end of src (past which refill loads zero bits) or
+// of dst. lens are the code lengths of the literal/length symbols.
+func (f *inflater) huffmanCareful(dst []byte, out int, lit *[litlenTableSize]uint32, dist *[distTableSize]uint32, lens []uint8) (int, error) {
+	for out < len(dst) {
+		if f.nbits < 48 {
+			f.refill()
+		}
+		e := lit[f.bitbuf&(1<<litlenBits-1)]
+		if e&kindLink != 0 {
+			f.consume(litlenBits)
+			i := e>>16 + uint32(f.bitbuf&(1<<(e>>8&15)-1))
+			if i >= litlenTableSize {
+				return out, errInflateData
+			}
+			e = lit[i]
+		}
+		if e&entryPlusByte != 0 && out+1 == len(dst) {
+			// dst fills with the first literal of a two-code entry:
+			// consume only its code, so that the second code's bits are
+			// not taken from past the end of src.
+			f.consume(uint(lens[byte(e>>16)]))
+			dst[out] = byte(e >> 16)
+			return out + 1, nil
+		}
+		switch {
+		case e&kindLiteral != 0:
+			f.consume(uint(e & entryBits))
+			dst[out] = byte(e >> 16)
+			out++
+			if e&entryPlusByte != 0 {
+				dst[out] = byte(e >> 24)
+				out++
+			}
+		case e&kindLength != 0:
+			if e&entryPlusByte != 0 {
+				dst[out] = byte(e >> 16)
+				out++
+			}
+			saved, n := f.bitbuf, uint(e&entryBits)
+			f.consume(n)
+			length := int(e>>24) + 3 + int(saved&(1<<n-1)>>(e>>8&15))
+			if f.nbits < 32 {
+				f.refill()
+			}
+			d := dist[f.bitbuf&(1<<distBits-1)]
+			if d&kindLink != 0 {
+				f.consume(distBits)
+				i := d>>16 + uint32(f.bitbuf&(1<<(d>>8&15)-1))
+				if i >= distTableSize {
+					return out, errInflateData
+				}
+				d = dist[i]
+			}
+			if d&kindLength == 0 {
+				return out, errInflateData
+			}
+			saved, n = f.bitbuf, uint(d&entryBits)
+			f.consume(n)
+			distance := int(d>>16) + int(saved&(1<<n-1)>>(d>>8&15))
+			if distance > out {
+				return out, errInflateData
+			}
+			length = min(length, len(dst)-out)
+			for i := range length {
+				dst[out+i] = dst[out-distance+i]
+			}
+			out += length
+		case e&kindEnd != 0:
+			f.consume(uint(e & entryBits))
 			return out, nil
+		default:
+			return out, errInflateData
 		}
 	}
+	return out, nil
 }
 
 // buildFixed builds the tables of the fixed Huffman code once.
@@ -373,6 +455,7 @@ func (f *inflater) buildFixed() {
 	for i := range maxDist {
 		lens[maxLitLen+i] = 5
 	}
+	copy(f.fixedLens[:], lens[:maxLitLen])
 	// The fixed code is complete and valid: errors cannot happen.
 	_ = buildTable(f.fixedLit[:], litlenBits, lens[:maxLitLen], litlenEntry)
 	combineCodes(f.fixedLit[:])
@@ -381,14 +464,14 @@ func (f *inflater) buildFixed() {
 }
 
 // readDynamic reads a dynamic block's code lengths and builds f.litlen and f.dist.
-func (f *inflater) readDynamic() error {
+func (f *inflater) readDynamic() (nlit int, err error) {
 	f.refill()
-	nlit := int(f.bitbuf&31) + 257
+	nlit = int(f.bitbuf&31) + 257
 	ndist := int(f.bitbuf>>5&31) + 1
 	nclen := int(f.bitbuf>>10&15) + 4
 	f.consume(14)
 	if nlit > 286 || ndist > 30 {
-		return errInflateData
+		return 0, errInflateData
 	}
 	var clens [19]uint8
 	for i := range nclen {
@@ -399,7 +482,7 @@ func (f *inflater) readDynamic() error {
 		f.consume(3)
 	}
 	if err := buildTable(f.codelen[:], 7, clens[:], codelenEntry); err != nil {
-		return err
+		return 0, err
 	}
 	lens := f.lens[:nlit+ndist]
 	for i := 0; i < len(lens); {
@@ -408,9 +491,9 @@ func (f *inflater) readDynamic() error {
 		}
 		e := f.codelen[f.bitbuf&127]
 		if e&kindLiteral == 0 {
-			return errInflateData
+			return 0, errInflateData
 		}
-		f.consume(uint(e & 15))
+		f.consume(uint(e & entryBits))
 		sym := e >> 16
 		if sym < 16 {
 			lens[i] = uint8(sym)
@@ -422,7 +505,7 @@ func (f *inflater) readDynamic() error {
 		switch sym {
 		case 16:
 			if i == 0 {
-				return errInflateData
+				return 0, errInflateData
 			}
 			rep, v = 3+int(f.bitbuf&3), lens[i-1]
 			f.consume(2)
@@ -434,7 +517,7 @@ func (f *inflater) readDynamic() error {
 			f.consume(7)
 		}
 		if i+rep > len(lens) {
-			return errInflateData
+			return 0, errInflateData
 		}
 		for range rep {
 			lens[i] = v
@@ -442,38 +525,37 @@ func (f *inflater) readDynamic() error {
 		}
 	}
 	if lens[256] == 0 { // no end-of-block code
-		return errInflateData
+		return 0, errInflateData
 	}
 	if err := buildTable(f.litlen[:], litlenBits, lens[:nlit], litlenEntry); err != nil {
-		return err
+		return 0, err
 	}
 	combineCodes(f.litlen[:])
-	return buildTable(f.dist[:], distBits, lens[nlit:], distEntry)
+	return nlit, buildTable(f.dist[:], distBits, lens[nlit:], distEntry)
 }
 
 // combineCodes lets one first-level lookup decode two codes: each literal
 // entry whose next code fits in the remaining index bits becomes a
 // two-literal entry when that code is a literal too, and a literal-length
-// entry when it is a match length without extra bits. 16-bit imagery with
-// horizontal differencing mostly decodes as a literal of about 9 bits then
-// a length of 2 or 3 bits and a distance: a third fewer dependent lookups.
+// entry when it is a match length (whose extra bits, read from the bit
+// buffer, need not fit). 16-bit imagery with horizontal differencing mostly
+// decodes as a literal of about 9 bits then a length of 2 or 3 bits and a
+// distance: a third fewer dependent lookups.
 func combineCodes(table []uint32) {
 	// Descending: entry i>>l (≤ i) is read before it is itself combined.
 	for i := 1<<litlenBits - 1; i >= 0; i-- {
 		e := table[i]
-		l := e & 15
+		l := e & entryBits
 		if e&kindLiteral == 0 || l >= litlenBits {
 			continue
 		}
 		next := table[uint32(i)>>l]
-		if l+next&15 > litlenBits {
-			continue
-		}
 		switch {
-		case next&kindLiteral != 0 && next&kindPair == 0:
-			table[i] = (e>>16|next>>16<<8)<<16 | kindLiteral | kindPair | (l + next&15)
-		case next&kindLength != 0 && next>>4&15 == 0 && next>>16 < 256: // not 258
-			table[i] = (e>>16|next>>16<<8)<<16 | kindLitLen | (l + next&15)
+		case next&kindLiteral != 0 && next&entryPlusByte == 0 && l+next&entryBits <= litlenBits:
+			table[i] = e&0xff0000 | next>>16<<24 | kindLiteral | entryPlusByte | (l + next&entryBits)
+		case next&kindLength != 0 && next&entryPlusByte == 0 && l+next>>8&15 <= litlenBits:
+			table[i] = e&0xff0000 | next&0xff000000 | kindLength | entryPlusByte |
+				(l+next>>8&15)<<8 | (l + next&entryBits)
 		}
 	}
 }
@@ -487,20 +569,21 @@ func litlenEntry(sym int) uint32 {
 		return kindEnd
 	case sym < 286:
 		i := sym - 257
-		return uint32(lengthBase[i])<<16 | kindLength | uint32(lengthExtra[i])<<4
+		return uint32(lengthBase[i]-3)<<24 | kindLength | uint32(lengthExtra[i])
 	}
 	return kindInvalid
 }
 
-// distEntry is the table entry of distance symbol sym (kindLength marks a valid one).
+// distEntry is the table entry of distance symbol sym (kindLength marks a
+// valid one), without its code length.
 func distEntry(sym int) uint32 {
 	if sym < 30 {
-		return uint32(distBase[sym])<<16 | kindLength | uint32(distExtra[sym])<<4
+		return uint32(distBase[sym])<<16 | kindLength | uint32(distExtra[sym])
 	}
 	return kindInvalid
 }
 
-// codelenEntry is the table entry of code length symbol sym.
+// codelenEntry is the table entry of code length symbol sym, without its code length.
 func codelenEntry(sym int) uint32 { return uint32(sym)<<16 | kindLiteral }
 
 // buildTable fills table with the canonical Huffman code of lens (RFC 1951
@@ -548,7 +631,7 @@ func buildTable(table []uint32, rootBits uint, lens []uint8, entry func(int) uin
 	for slot := range root {
 		if l := longest[slot]; l != 0 {
 			subBits := uint32(l) - uint32(rootBits)
-			table[slot] = end<<16 | kindLink | subBits<<4 | uint32(rootBits)
+			table[slot] = end<<16 | kindLink | subBits<<8 | uint32(rootBits)
 			clear(table[end : end+1<<subBits])
 			end += 1 << subBits
 		}
@@ -558,18 +641,20 @@ func buildTable(table []uint32, rootBits uint, lens []uint8, entry func(int) uin
 			continue
 		}
 		c := codes[sym]
+		// The entry consumes the code and its extra bits (which entry
+		// put in the low bits), and the extra bits start past the code.
 		e := entry(sym)
 		if uint(l) <= rootBits {
-			e |= uint32(l)
+			e += uint32(l) | uint32(l)<<8
 			for i := c; i < uint32(root); i += 1 << l {
 				table[i] = e
 			}
 			continue
 		}
 		link := table[c&uint32(root-1)]
-		base, subBits := link>>16, link>>4&15
+		base, subBits := link>>16, link>>8&15
 		sub := l - uint8(rootBits)
-		e |= uint32(sub)
+		e += uint32(sub) | uint32(sub)<<8
 		for i := c >> rootBits; i < 1<<subBits; i += 1 << sub {
 			table[base+i] = e
 		}

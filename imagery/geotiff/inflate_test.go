@@ -304,13 +304,13 @@ func TestCombineCodes(t *testing.T) {
 	for i := range 1 << litlenBits {
 		e := table[i]
 		switch {
-		case e&kindLitLen != 0:
+		case e&kindLength != 0 && e&entryPlusByte != 0:
 			litLen++
-			assert.Equal(t, uint32(12), e&15, "index %012b: 9 + 3 bits", i)
-			assert.Contains(t, []uint32{3, 4}, e>>24, "index %012b: length", i)
+			assert.Equal(t, uint32(12), e&entryBits, "index %012b: 9 + 3 bits", i)
+			assert.Contains(t, []uint32{3, 4}, e>>24+3, "index %012b: length", i)
 		case e&kindLiteral != 0:
 			single++
-			assert.Zero(t, e&kindPair, "index %012b: 18 bits of literals do not fit", i)
+			assert.Zero(t, e&entryPlusByte, "index %012b: 18 bits of literals do not fit", i)
 		}
 	}
 	// Of the 8 values of the 3 index bits after a literal code, each length

@@ -333,10 +333,10 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 			// final; most matches are short, so the first 16 bytes are
 			// copied without a loop test. Writing past the match is
 			// harmless: those bytes come later.
-			binary.LittleEndian.PutUint64(dst[out:], binary.LittleEndian.Uint64(dst[from:]))
-			binary.LittleEndian.PutUint64(dst[out+8:], binary.LittleEndian.Uint64(dst[from+8:]))
+			*(*[8]byte)(dst[out : out+8]) = *(*[8]byte)(dst[from : from+8])
+			*(*[8]byte)(dst[out+8 : out+16]) = *(*[8]byte)(dst[from+8 : from+16])
 			for i := 16; i < length; i += 8 {
-				binary.LittleEndian.PutUint64(dst[out+i:], binary.LittleEndian.Uint64(dst[from+i:]))
+				*(*[8]byte)(dst[out+i : out+i+8]) = *(*[8]byte)(dst[from+i : from+i+8])
 			}
 		case distance == 1:
 			// A run of one byte.

@@ -226,12 +226,12 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 	if pos > len(src)-fastInMargin || out > len(dst)-fastOutMargin {
 		return out, false, nil
 	}
-	bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+	bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
 	pos += int(63-nbits) >> 3
 	nbits |= 56
 	e := lit[bitbuf&(1<<litlenBits-1)]
 	for pos <= len(src)-fastInMargin && out <= len(dst)-fastOutMargin {
-		bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
 		pos += int(63-nbits) >> 3
 		nbits |= 56
 		if e&kindLiteral != 0 {
@@ -241,16 +241,14 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 			n := e & entryBits
 			bitbuf >>= n
 			nbits -= uint(n)
-			dst[out] = byte(e >> 16)
-			dst[out+1] = byte(e >> 24)
+			binary.LittleEndian.PutUint16(dst[out:out+2], uint16(e>>16))
 			out += 1 + int(e>>7&1)
 			e = lit[bitbuf&(1<<litlenBits-1)]
 			if e&kindLiteral != 0 {
 				n := e & entryBits
 				bitbuf >>= n
 				nbits -= uint(n)
-				dst[out] = byte(e >> 16)
-				dst[out+1] = byte(e >> 24)
+				binary.LittleEndian.PutUint16(dst[out:out+2], uint16(e>>16))
 				out += 1 + int(e>>7&1)
 				e = lit[bitbuf&(1<<litlenBits-1)]
 				continue
@@ -297,7 +295,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		out += int(e >> 7 & 1)
 		length := int(e>>24) + 3 + int(saved&(1<<n-1)>>(e>>8&15))
 
-		bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
 		pos += int(63-nbits) >> 3
 		nbits |= 56
 		d := dist[bitbuf&(1<<distBits-1)]
@@ -333,8 +331,10 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 			// final; most matches are short, so the first 16 bytes are
 			// copied without a loop test. Writing past the match is
 			// harmless: those bytes come later.
-			*(*[8]byte)(dst[out : out+8]) = *(*[8]byte)(dst[from : from+8])
-			*(*[8]byte)(dst[out+8 : out+16]) = *(*[8]byte)(dst[from+8 : from+16])
+			// (Array pointers: one bounds check for both words.)
+			to, from16 := (*[16]byte)(dst[out:out+16]), (*[16]byte)(dst[from:from+16])
+			*(*[8]byte)(to[:8]) = *(*[8]byte)(from16[:8])
+			*(*[8]byte)(to[8:]) = *(*[8]byte)(from16[8:])
 			for i := 16; i < length; i += 8 {
 				*(*[8]byte)(dst[out+i : out+i+8]) = *(*[8]byte)(dst[from+i : from+i+8])
 			}

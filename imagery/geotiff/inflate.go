@@ -295,10 +295,13 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		out += int(e >> 7 & 1)
 		length := int(e>>24) + 3 + int(saved&(1<<n-1)>>(e>>8&15))
 
+		// At least 12 bits are left (56 − 2×12 − 20): the distance entry
+		// is looked up before the refill, whose OR then stays off the
+		// chain of dependent lookups.
+		d := dist[bitbuf&(1<<distBits-1)]
 		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
 		pos += int(63-nbits) >> 3
 		nbits |= 56
-		d := dist[bitbuf&(1<<distBits-1)]
 		if d&kindLength == 0 {
 			if d&kindLink == 0 {
 				return out, true, errInflateData

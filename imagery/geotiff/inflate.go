@@ -222,32 +222,33 @@ const (
 // its load overlaps the copy. It returns end true at the end of the block,
 // and false with the reader state in f when the margins run out.
 func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32, dist *[distTableSize]uint32) (int, bool, error) {
+	// Only the low 6 bits of nbits count (it is below 64): then whole
+	// entries can be subtracted from it, their bits above the count
+	// borrowing into bits that do not count. libdeflate does the same.
 	src, pos, bitbuf, nbits := f.src, f.pos, f.bitbuf, f.nbits
 	if pos > len(src)-fastInMargin || out > len(dst)-fastOutMargin {
 		return out, false, nil
 	}
 	bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
-	pos += int(63-nbits) >> 3
+	pos += int(^nbits&63) >> 3
 	nbits |= 56
 	e := lit[bitbuf&(1<<litlenBits-1)]
 	for pos <= len(src)-fastInMargin && out <= len(dst)-fastOutMargin {
 		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
-		pos += int(63-nbits) >> 3
+		pos += int(^nbits&63) >> 3
 		nbits |= 56
 		if e&kindLiteral != 0 {
 			// One or two literals per entry, two entries without a
 			// refill. The second byte is written either way (dst has
 			// room) and counted only for a pair: no branch.
-			n := e & entryBits
-			bitbuf >>= n
-			nbits -= uint(n)
+			bitbuf >>= e & 63
+			nbits -= uint(e)
 			binary.LittleEndian.PutUint16(dst[out:out+2], uint16(e>>16))
 			out += 1 + int(e>>7&1)
 			e = lit[bitbuf&(1<<litlenBits-1)]
 			if e&kindLiteral != 0 {
-				n := e & entryBits
-				bitbuf >>= n
-				nbits -= uint(n)
+				bitbuf >>= e & 63
+				nbits -= uint(e)
 				binary.LittleEndian.PutUint16(dst[out:out+2], uint16(e>>16))
 				out += 1 + int(e>>7&1)
 				e = lit[bitbuf&(1<<litlenBits-1)]
@@ -266,9 +267,8 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 				}
 				e = lit[i]
 				if e&kindLiteral != 0 {
-					n := e & entryBits
-					bitbuf >>= n
-					nbits -= uint(n)
+					bitbuf >>= e & 63
+					nbits -= uint(e)
 					dst[out] = byte(e >> 16)
 					out++
 					e = lit[bitbuf&(1<<litlenBits-1)]
@@ -279,8 +279,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 				if e&kindEnd == 0 {
 					return out, true, errInflateData
 				}
-				n := e & entryBits
-				f.pos, f.bitbuf, f.nbits = pos, bitbuf>>n, nbits-uint(n)
+				f.pos, f.bitbuf, f.nbits = pos, bitbuf>>(e&63), (nbits-uint(e))&63
 				return out, true, nil
 			}
 		}
@@ -290,7 +289,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		saved := bitbuf
 		n := e & entryBits
 		bitbuf >>= n
-		nbits -= uint(n)
+		nbits -= uint(e)
 		dst[out] = byte(e >> 16)
 		out += int(e >> 7 & 1)
 		length := int(e>>24) + 3 + int(saved&(1<<n-1)>>(e>>8&15))
@@ -300,7 +299,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		// chain of dependent lookups.
 		d := dist[bitbuf&(1<<distBits-1)]
 		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
-		pos += int(63-nbits) >> 3
+		pos += int(^nbits&63) >> 3
 		nbits |= 56
 		if d&kindLength == 0 {
 			if d&kindLink == 0 {
@@ -320,7 +319,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		saved = bitbuf
 		n = d & entryBits
 		bitbuf >>= n
-		nbits -= uint(n)
+		nbits -= uint(d)
 		distance := int(d>>16) + int(saved&(1<<n-1)>>(d>>8&15))
 		if distance > out {
 			return out, true, errInflateData
@@ -355,7 +354,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		}
 		out += length
 	}
-	f.pos, f.bitbuf, f.nbits = pos, bitbuf, nbits
+	f.pos, f.bitbuf, f.nbits = pos, bitbuf, nbits&63
 	return out, false, nil
 }
 

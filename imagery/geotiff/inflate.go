@@ -234,8 +234,11 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 	nbits |= 56
 	e := lit[bitbuf&(1<<litlenBits-1)]
 	for pos <= len(src)-fastInMargin && out <= len(dst)-fastOutMargin {
-		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
-		pos += int(^nbits&63) >> 3
+		// The input of both refills of this iteration: one bounds check.
+		in := (*[fastInMargin]byte)(src[pos : pos+fastInMargin])
+		bitbuf |= binary.LittleEndian.Uint64(in[:8]) << (nbits & 63)
+		k := int(^nbits&63) >> 3
+		pos += k
 		nbits |= 56
 		if e&kindLiteral != 0 {
 			// One or two literals per entry, two entries without a
@@ -298,7 +301,7 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		// is looked up before the refill, whose OR then stays off the
 		// chain of dependent lookups.
 		d := dist[bitbuf&(1<<distBits-1)]
-		bitbuf |= binary.LittleEndian.Uint64(src[pos:pos+8]) << (nbits & 63)
+		bitbuf |= binary.LittleEndian.Uint64(in[k:k+8]) << (nbits & 63)
 		pos += int(^nbits&63) >> 3
 		nbits |= 56
 		if d&kindLength == 0 {

@@ -97,6 +97,38 @@ func TestInflateMatchesFlate(t *testing.T) {
 	}
 }
 
+// TestInflateTruncated cuts streams after every byte: whatever the
+// standard library decodes from a cut stream, the inflater decodes too.
+// A two-code table entry whose second code lies past the cut must not stop
+// it, and the careful loop near the end of the input has to decode each
+// symbol on its own bits.
+func TestInflateTruncated(t *testing.T) {
+	inputs := inflateInputs()
+	var f inflater
+	for _, tc := range []struct {
+		name  string
+		data  []byte
+		level int
+	}{
+		{"text, Huffman only", inputs["text"][:3000], -2}, // short literal codes: two-literal entries
+		{"tile", inputs["tile"][:6000], 6},                // literal-length entries
+	} {
+		var b bytes.Buffer
+		w, err := flate.NewWriter(&b, tc.level)
+		require.NoError(t, err)
+		_, err = w.Write(tc.data)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		comp := b.Bytes()
+		for k := range len(comp) {
+			want, _ := io.ReadAll(stdflate.NewReader(bytes.NewReader(comp[:k])))
+			dst := make([]byte, len(want))
+			require.NoError(t, f.inflate(dst, comp[:k]), "%s cut at %d of %d", tc.name, k, len(comp))
+			require.Equal(t, want, dst, "%s cut at %d", tc.name, k)
+		}
+	}
+}
+
 func TestInflateCorrupt(t *testing.T) {
 	var f inflater
 	dst := make([]byte, 100)

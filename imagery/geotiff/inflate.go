@@ -143,7 +143,7 @@ func (f *inflater) refill() {
 		f.nbits |= 56
 		return
 	}
-	for f.nbits <= 56 {
+	for f.nbits < 56 { // and at most 63: the fast paths compute with nbits&63
 		if f.pos < len(f.src) {
 			f.bitbuf |= uint64(f.src[f.pos]) << f.nbits
 		} else {
@@ -222,9 +222,10 @@ const (
 // its load overlaps the copy. It returns end true at the end of the block,
 // and false with the reader state in f when the margins run out.
 func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32, dist *[distTableSize]uint32) (int, bool, error) {
-	// Only the low 6 bits of nbits count (it is below 64): then whole
-	// entries can be subtracted from it, their bits above the count
-	// borrowing into bits that do not count. libdeflate does the same.
+	// Only the low 6 bits of nbits count (it is below 64, refill never
+	// leaves more): then whole entries can be subtracted from it, their
+	// bits above the count borrowing into bits that do not count.
+	// libdeflate does the same.
 	src, pos, bitbuf, nbits := f.src, f.pos, f.bitbuf, f.nbits
 	if pos > len(src)-fastInMargin || out > len(dst)-fastOutMargin {
 		return out, false, nil

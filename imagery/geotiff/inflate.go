@@ -207,8 +207,8 @@ const (
 	fastInMargin = 16
 	// fastOutMargin is the output it needs: two literal entries of two
 	// bytes, the literal of a literal-length entry, the longest match and
-	// the 16 bytes a match copy may write past its end.
-	fastOutMargin = 2 + 2 + 1 + 258 + 16
+	// the 8 bytes a match copy may write past its end.
+	fastOutMargin = 2 + 2 + 1 + 258 + 8
 )
 
 // huffmanFast is the hot loop of the whole read path, modelled on
@@ -334,14 +334,12 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		switch {
 		case distance >= 8:
 			// Eight bytes at a time, each word read from bytes already
-			// final; most matches are short, so the first 16 bytes are
-			// copied without a loop test. Writing past the match is
-			// harmless: those bytes come later.
-			// (Array pointers: one bounds check for both words.)
-			to, from16 := (*[16]byte)(dst[out:out+16]), (*[16]byte)(dst[from:from+16])
-			*(*[8]byte)(to[:8]) = *(*[8]byte)(from16[:8])
-			*(*[8]byte)(to[8:]) = *(*[8]byte)(from16[8:])
-			for i := 16; i < length; i += 8 {
+			// final. On 16-bit imagery almost all matches are 3 to 5
+			// bytes long: the first word is copied without a loop test.
+			// Writing past the match is harmless: those bytes come
+			// later.
+			*(*[8]byte)(dst[out : out+8]) = *(*[8]byte)(dst[from : from+8])
+			for i := 8; i < length; i += 8 {
 				*(*[8]byte)(dst[out+i : out+i+8]) = *(*[8]byte)(dst[from+i : from+i+8])
 			}
 		case distance == 1:

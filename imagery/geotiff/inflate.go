@@ -53,6 +53,7 @@ const (
 //   - bits 0–5: the input bits the entry consumes: the code and the extra
 //     bits after it (so that one shift advances past both), both codes of
 //     a two-code entry, or the first-level bits of a link;
+//   - bit 6 (entryExtra): extra bits follow the code;
 //   - bit 7 (entryPlusByte): a literal entry holds two literals, a length
 //     entry holds the literal before the length;
 //   - bits 8–11: the code length, under which the extra bits start, or the
@@ -63,6 +64,7 @@ const (
 //     (24–31); the base distance; or the offset of a second-level table.
 const (
 	entryBits     = 63 // mask of the bits to consume
+	entryExtra    = 1 << 6
 	entryPlusByte = 1 << 7
 )
 
@@ -297,7 +299,12 @@ func (f *inflater) huffmanFast(dst []byte, out int, lit *[litlenTableSize]uint32
 		nbits -= uint(e)
 		dst[out] = byte(e >> 16)
 		out += int(e >> 7 & 1)
-		length := int(e>>24) + 3 + int(saved&(1<<n-1)>>(e>>8&15))
+		length := int(e>>24) + 3
+		if e&entryExtra != 0 {
+			// Lengths of 16-bit imagery are 3 to 5 (no extra bits):
+			// the branch is predicted and the extraction skipped.
+			length += int(saved & (1<<n - 1) >> (e >> 8 & 15))
+		}
 
 		// At least 24 bits are left (56 − 12 − 20): the distance entry is
 		// looked up before the refill, whose OR then stays off the chain
@@ -561,7 +568,7 @@ func combineCodes(table []uint32) {
 			table[i] = e&0xff0000 | next>>16<<24 | kindLiteral | entryPlusByte | (l + next&entryBits)
 		case next&kindLength != 0 && next&entryPlusByte == 0 && l+next>>8&15 <= litlenBits:
 			table[i] = e&0xff0000 | next&0xff000000 | kindLength | entryPlusByte |
-				(l+next>>8&15)<<8 | (l + next&entryBits)
+				next&entryExtra | (l+next>>8&15)<<8 | (l + next&entryBits)
 		}
 	}
 }
@@ -575,7 +582,11 @@ func litlenEntry(sym int) uint32 {
 		return kindEnd
 	case sym < 286:
 		i := sym - 257
-		return uint32(lengthBase[i]-3)<<24 | kindLength | uint32(lengthExtra[i])
+		e := uint32(lengthBase[i]-3)<<24 | kindLength | uint32(lengthExtra[i])
+		if lengthExtra[i] != 0 {
+			e |= entryExtra
+		}
+		return e
 	}
 	return kindInvalid
 }

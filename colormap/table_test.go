@@ -1,0 +1,127 @@
+package colormap
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestColourTableSameAsRamp checks the table against ramp.color for every
+// colormap of the package and two default ones: at and around (±3 ulps)
+// every bucket boundary, where a bucket with a wrongly shared colour would
+// show, at random values over and beyond the range, and at the 16-bit DN
+// ratios indices are made of.
+func TestColourTableSameAsRamp(t *testing.T) {
+	var maps []Colormap
+	for _, name := range Names() {
+		c, _ := ForIndex(name)
+		maps = append(maps, c)
+	}
+	for _, name := range RadarNames() {
+		c, _ := ForRadarIndex(name)
+		maps = append(maps, c)
+	}
+	for _, rng := range [][2]float64{{-1, 1}, {0.1, 0.37}} {
+		c, err := Default("custom", rng[0], rng[1])
+		require.NoError(t, err)
+		maps = append(maps, c)
+	}
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for _, c := range maps {
+		t.Run(c.Index, func(t *testing.T) {
+			r := newRamp(c)
+			var tables colourTables
+			tab := tables.get(&r)
+			require.NotNil(t, tab)
+			require.Same(t, tab, tables.get(&r), "built once")
+			mismatches, checked, shared := 0, 0, 0
+			check := func(v float64) {
+				checked++
+				if got, want := tab.color(&r, v), r.color(v); got != want {
+					if mismatches++; mismatches < 5 {
+						assert.Equal(t, want, got, "value %v", v)
+					}
+				}
+			}
+			for k, p := range tab.buckets {
+				if p != mixedBucket {
+					shared++
+				}
+				v := r.start + float64(k)/bucketsPerStop/r.perV
+				for range 3 {
+					v = math.Nextafter(v, math.Inf(-1))
+				}
+				for range 7 {
+					check(v)
+					v = math.Nextafter(v, math.Inf(1))
+				}
+			}
+			span := c.Stop - c.Start
+			for range 200000 {
+				check(c.Start - 0.1*span + 1.2*span*rnd.Float64())
+			}
+			for dn := -10000; dn <= 10000; dn++ {
+				check(float64(dn) / 1e4)
+				check(c.Start + span*float64(dn)/1e4)
+			}
+			for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), c.Start, c.Stop, math.Nextafter(c.Stop, 0)} {
+				check(v)
+			}
+			assert.Zero(t, mismatches, "of %d values", checked)
+			// Most buckets hold one colour, or the table would not pay.
+			assert.Greater(t, float64(shared)/float64(len(tab.buckets)), 0.9)
+		})
+	}
+}
+
+func TestColourTablesBounded(t *testing.T) {
+	var tables colourTables
+	for i := range maxTables + 3 {
+		c, err := Default("custom", 0, float64(i+1))
+		require.NoError(t, err)
+		r := newRamp(c)
+		if i < maxTables {
+			assert.NotNil(t, tables.get(&r))
+		} else {
+			assert.Nil(t, tables.get(&r), "cache full: render without a table")
+		}
+	}
+	long := make([]string, maxTableStops+1)
+	for i := range long {
+		long[i] = "#102030"
+	}
+	c, err := New("long", long, 0, 1)
+	require.NoError(t, err)
+	r := newRamp(c)
+	assert.Nil(t, tables.get(&r))
+}
+
+// BenchmarkRampColour and BenchmarkTableColour colour the noisy 150×150 px
+// field of BenchmarkEncodePNGField150, without and with the table.
+func BenchmarkRampColour(b *testing.B)  { benchmarkColour(b, false) }
+func BenchmarkTableColour(b *testing.B) { benchmarkColour(b, true) }
+
+func benchmarkColour(b *testing.B, table bool) {
+	c, _ := ForIndex("ndvi")
+	values := fieldValues(150, 150, 1)
+	for i := range values {
+		values[i] += 0.25 * math.Sin(float64(i))
+	}
+	r := newRamp(c)
+	var tables colourTables
+	tab := tables.get(&r)
+	var sum uint32
+	for b.Loop() {
+		for _, v := range values {
+			if table {
+				sum += packColour(tab.color(&r, v))
+			} else {
+				sum += packColour(r.color(v))
+			}
+		}
+	}
+	b.ReportMetric(float64(sum%2), "x")
+}

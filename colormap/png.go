@@ -1,6 +1,7 @@
 package colormap
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -246,6 +247,18 @@ func expandRow(dst, src []uint8, sbpp, dbpp, k int) {
 			}
 			o += k
 		}
+	case k == 1 && sbpp == 4 && dbpp == 3:
+		// The keyed RGB field image, the common case: one 4-byte load and
+		// store per pixel, each store's fourth byte overwritten by the next
+		// pixel; the last pixel is copied byte by byte.
+		n := len(src) / 4
+		if n == 0 {
+			return
+		}
+		for x := range n - 1 {
+			binary.LittleEndian.PutUint32(dst[3*x:], binary.LittleEndian.Uint32(src[4*x:]))
+		}
+		copy(dst[3*(n-1):3*n], src[4*(n-1):])
 	case dbpp == 3:
 		o := 0
 		for x := 0; x+3 < len(src); x += sbpp {

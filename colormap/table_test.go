@@ -125,3 +125,26 @@ func benchmarkColour(b *testing.B, table bool) {
 	}
 	b.ReportMetric(float64(sum%2), "x")
 }
+
+// TestExpandRowSameAsBytewise pins expandRow's word-at-a-time RGB case (and
+// the others) to a byte-by-byte reference.
+func TestExpandRowSameAsBytewise(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct{ sbpp, dbpp, k int }{{4, 3, 1}, {4, 3, 2}, {4, 4, 1}, {4, 4, 3}, {1, 1, 1}, {1, 1, 4}} {
+		for _, cols := range []int{1, 2, 3, 17} {
+			src := make([]uint8, cols*tc.sbpp)
+			for i := range src {
+				src[i] = uint8(rnd.Uint32())
+			}
+			want := make([]uint8, 0, cols*tc.dbpp*tc.k)
+			for x := range cols {
+				for range tc.k {
+					want = append(want, src[x*tc.sbpp:x*tc.sbpp+tc.dbpp]...)
+				}
+			}
+			got := make([]uint8, len(want))
+			expandRow(got, src, tc.sbpp, tc.dbpp, tc.k)
+			assert.Equal(t, want, got, "%+v, %d cols", tc, cols)
+		}
+	}
+}

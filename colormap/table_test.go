@@ -1,6 +1,8 @@
 package colormap
 
 import (
+	"bytes"
+	"image/png"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -126,25 +128,60 @@ func benchmarkColour(b *testing.B, table bool) {
 	b.ReportMetric(float64(sum%2), "x")
 }
 
-// TestExpandRowSameAsBytewise pins expandRow's word-at-a-time RGB case (and
-// the others) to a byte-by-byte reference.
+// TestExpandRowSameAsBytewise pins expandRow to a byte-by-byte reference.
 func TestExpandRowSameAsBytewise(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(7, 8))
-	for _, tc := range []struct{ sbpp, dbpp, k int }{{4, 3, 1}, {4, 3, 2}, {4, 4, 1}, {4, 4, 3}, {1, 1, 1}, {1, 1, 4}} {
+	for _, tc := range []struct{ bpp, k int }{{3, 1}, {3, 2}, {4, 1}, {4, 3}, {1, 1}, {1, 4}} {
 		for _, cols := range []int{1, 2, 3, 17} {
-			src := make([]uint8, cols*tc.sbpp)
+			src := make([]uint8, cols*tc.bpp)
 			for i := range src {
 				src[i] = uint8(rnd.Uint32())
 			}
-			want := make([]uint8, 0, cols*tc.dbpp*tc.k)
+			want := make([]uint8, 0, cols*tc.bpp*tc.k)
 			for x := range cols {
 				for range tc.k {
-					want = append(want, src[x*tc.sbpp:x*tc.sbpp+tc.dbpp]...)
+					want = append(want, src[x*tc.bpp:(x+1)*tc.bpp]...)
 				}
 			}
 			got := make([]uint8, len(want))
-			expandRow(got, src, tc.sbpp, tc.dbpp, tc.k)
+			expandRow(got, src, tc.bpp, tc.k)
 			assert.Equal(t, want, got, "%+v, %d cols", tc, cols)
+		}
+	}
+}
+
+// TestRGBKeyWhenBlackIsAColour renders a many-row RGB image whose values
+// include black, so that NaN takes the next free key (0, 0, 1) and the
+// scanlines are patched where the values are NaN, at upscales 1 and 3.
+func TestRGBKeyWhenBlackIsAColour(t *testing.T) {
+	c, err := New("dark", []string{"#000000", "#ff0000", "#00ff80"}, 0, 1)
+	require.NoError(t, err)
+	const cols, rows = 40, 20
+	rnd := rand.New(rand.NewPCG(9, 10))
+	values := make([]float64, cols*rows)
+	for i := range values {
+		switch rnd.IntN(5) {
+		case 0:
+			values[i] = math.NaN()
+		case 1:
+			values[i] = 0 // black
+		default:
+			values[i] = rnd.Float64()
+		}
+	}
+	for _, k := range []int{1, 3} {
+		var buf bytes.Buffer
+		require.NoError(t, NewEncoder().Encode(&buf, values, cols, rows, c, PNGOptions{Upscale: k}))
+		b := buf.Bytes()
+		require.Equal(t, uint8(ctRGB), b[25], "colour type")
+		assert.True(t, bytes.Contains(b, []byte("tRNS\x00\x00\x00\x00\x00\x01")), "key (0, 0, 1)")
+		img, err := png.Decode(&buf)
+		require.NoError(t, err)
+		for y := range rows * k {
+			for x := range cols * k {
+				v := values[(y/k)*cols+x/k]
+				require.Equal(t, wantPixel(c, v), nrgbaAt(img, x, y), "upscale %d pixel (%d,%d) value %v", k, x, y, v)
+			}
 		}
 	}
 }

@@ -95,7 +95,9 @@ func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Cols < 0 || r.Rows < 0 || len(r.Values) != r.Cols*r.Rows {
 		return dst, fmt.Errorf("report %s: %d values for %dx%d", r.Index, len(r.Values), r.Cols, r.Rows)
 	}
-	b := slices.Grow(dst, 256+len(r.Values)*10) // "0.123456," and nulls; appendPixelRow grows as needed
+	// "0.123456," and nulls, plus the slack appendPixelRow reserves for a
+	// row, so a reused buffer does not move for the last rows.
+	b := slices.Grow(dst, 256+len(r.Values)*10+r.Cols*maxPixelLen)
 	b = append(b, `{"bounds":[[`...)
 	b = appendNumber(b, r.Bounds[0][0])
 	b = append(b, ',')

@@ -39,8 +39,9 @@ type PNGOptions struct {
 	CompressionLevel png.CompressionLevel
 }
 
-// Encoder renders PNGs and keeps its deflate writers and pixel buffers
-// between calls, which makes rendering thousands of small field images cheap.
+// Encoder renders PNGs and keeps its deflate writers, pixel buffers and the
+// colour tables of the ramps it rendered (colourTable) between calls, which
+// makes rendering thousands of small field images cheap.
 // The zero value is ready to use; an Encoder is safe for concurrent use and
 // must not be copied after first use.
 type Encoder struct {

@@ -2,6 +2,8 @@ package archive
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"runtime"
 	"slices"
 	"sync"
@@ -46,11 +48,15 @@ const (
 type readCache struct {
 	store  GenerationStore
 	fresh  freshness
-	tokens boundedMap[string, tokenEntry]
+	tokens boundedMap[tokenKey, tokenEntry]
 	fields boundedMap[fieldKey, fieldEntry]
 	prods  boundedMap[prodKey, prodEntry]
 	docs   docCache
 }
+
+// tokenKey is a token's SHA-256: the hash the store keeps, before its hex
+// encoding (needed only to ask the store).
+type tokenKey [sha256.Size]byte
 
 type tokenEntry struct {
 	user  User
@@ -163,19 +169,6 @@ func (a *Archive) changed(ctx context.Context, auth, data bool) {
 		a.log.ErrorContext(ctx, "read caches: bump change generations (other processes' caches expire within their TTL)",
 			"err", err, "ttl", cacheTTL)
 	}
-}
-
-// cachedToken is the cached account of a token hash valid at now.
-func (c *readCache) cachedToken(ctx context.Context, hash string, now time.Time) (User, Token, int64, bool) {
-	g, ok := c.current(ctx)
-	if !ok {
-		return User{}, Token{}, 0, false
-	}
-	e, hit := c.tokens.get(hash)
-	if hit && e.gen == g.Auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
-		return e.user, e.token, g.Auth, true
-	}
-	return User{}, Token{}, g.Auth, false
 }
 
 // --- freshness: coalesced generation reads ---
@@ -315,10 +308,11 @@ type docCache struct {
 }
 
 // docKey names a document: a bundle (whose name changes with its content),
-// a file of it, and what the answer adds (mean variation and its date).
+// a file of it (an index and a kind: its png, json, or the json answer),
+// and what the answer adds (mean variation and its date).
 type docKey struct {
-	bundle, file, prev string
-	variation          float64
+	bundle, index, kind, prev string
+	variation                 float64
 }
 
 func (d *docCache) init(budget int) { d.m, d.budget = map[docKey][]byte{}, budget }
@@ -356,17 +350,17 @@ func cloneProducts(ps []Product) []Product { return slices.Clone(ps) }
 // --- the cached reads ---
 
 // userByToken is store.UserByToken through the token cache.
-func (a *Archive) userByToken(ctx context.Context, hash string, now time.Time) (User, Token, error) {
+func (a *Archive) userByToken(ctx context.Context, key tokenKey, now time.Time) (User, Token, error) {
 	g, cached := a.cache.current(ctx)
 	if cached {
-		e, hit := a.cache.tokens.get(hash)
+		e, hit := a.cache.tokens.get(key)
 		if hit && e.gen == g.Auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
 			return e.user, e.token, nil
 		}
 	}
-	u, t, err := a.store.UserByToken(ctx, hash, now)
+	u, t, err := a.store.UserByToken(ctx, hex.EncodeToString(key[:]), now)
 	if err == nil && cached {
-		a.cache.tokens.put(hash, tokenEntry{user: u, token: t, gen: g.Auth, at: now})
+		a.cache.tokens.put(key, tokenEntry{user: u, token: t, gen: g.Auth, at: now})
 	}
 	return u, t, err
 }

@@ -119,9 +119,29 @@ func bodyError(what string, err error) error {
 	return badRequest("%s: %v", what, err)
 }
 
+// quote is s as a JSON string, as json.Marshal writes it. Parameters are
+// nearly always plain ASCII: those are wrapped in quotes without the
+// encoder.
 func quote(s string) json.RawMessage {
+	if plainJSON(s) {
+		b := make([]byte, 0, len(s)+2)
+		return append(append(append(b, '"'), s...), '"')
+	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// plainJSON tells whether s is the same inside a JSON string as outside:
+// printable ASCII that json.Marshal leaves as is (no quote, backslash, or
+// the <, > and & it escapes).
+func plainJSON[T ~string | ~[]byte](s T) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
@@ -131,6 +151,9 @@ func (p params) str(name string) (string, bool, error) {
 	v, ok := p[name]
 	if !ok || isNull(v) {
 		return "", false, nil
+	}
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' && plainJSON(v[1:n-1]) {
+		return string(v[1 : n-1]), true, nil // what json.Unmarshal gives, without it
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err == nil {
@@ -193,7 +216,8 @@ func (p params) date(name string) (string, bool, error) {
 		return "", false, nil
 	}
 	t, err := time.Parse(time.DateOnly, s)
-	if err != nil || t.Format(time.DateOnly) != s {
+	var buf [len(time.DateOnly)]byte
+	if err != nil || string(t.AppendFormat(buf[:0], time.DateOnly)) != s {
 		return "", false, badRequest("parameter %s must be a date YYYY-MM-DD, got %q", name, s)
 	}
 	return s, true, nil

@@ -2,11 +2,17 @@ package server
 
 import (
 	"encoding/json"
+	"log/slog"
 	"mime"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cropkit/cropkit/api"
 )
 
 // The parameters' plain-ASCII shortcuts give what encoding/json gives.
@@ -51,4 +57,67 @@ func TestContentDispositionShortcut(t *testing.T) {
 		assert.False(t, mimeToken(name), name)
 	}
 	assert.Equal(t, `attachment; filename="a b.json"`, contentDisposition("a b.json"))
+}
+
+// Requests no operation matches, routed once by the mux's fallback, get
+// the API's error shape: 404, or 405 with Allow; their latency is
+// recorded under the route "unmatched". Every request logs one line
+// (method, path, status, bytes, duration; no source: it would name the
+// middleware, not the caller).
+func TestUnroutedRequestsAndRequestLog(t *testing.T) {
+	var logs strings.Builder
+	reg := prometheus.NewRegistry()
+	srv, tok := newTestServer(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{AddSource: true})), Metrics: reg})
+	tests := []struct {
+		method, target string
+		status         int
+		code, allow    string
+	}{
+		{"POST", "/no/such/operation", 404, api.CodeNotFound, ""},
+		{"DELETE", "/fields/list", 405, api.CodeMethodNotAllowed, "GET, HEAD, POST"},
+		{"POST", "/", 405, api.CodeMethodNotAllowed, "GET, HEAD"},
+		{"OPTIONS", "*", 404, api.CodeNotFound, ""},
+		{"GET", "/fields//list", 404, api.CodeNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.target, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			require.Equal(t, tt.status, rec.Code, rec.Body.String())
+			var body api.ErrorBody
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), rec.Body.String())
+			assert.Equal(t, tt.code, body.Error.Code)
+			assert.Equal(t, tt.allow, rec.Header().Get("Allow"))
+			assert.Empty(t, rec.Header().Get("Location"))
+		})
+	}
+
+	req := httptest.NewRequest("POST", "/fields/list", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	require.Equal(t, 200, rec.Code, rec.Body.String())
+
+	series := map[string]uint64{}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			series[labels["route"]+" "+labels["code"]] += m.GetHistogram().GetSampleCount()
+		}
+	}
+	assert.Equal(t, map[string]uint64{"unmatched 404": 3, "unmatched 405": 2, "POST /fields/list 200": 1}, series)
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, len(tests)+1, logs.String())
+	last := lines[len(lines)-1]
+	assert.Regexp(t, `^time=\S+ level=INFO msg=request method=POST path=/fields/list status=200 bytes=\d+ duration=\S+$`, last)
+	assert.Regexp(t, `msg=request method=DELETE path=/fields/list status=405 bytes=\d+ duration=`, lines[1])
+	assert.NotContains(t, logs.String(), "source=")
 }

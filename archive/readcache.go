@@ -21,8 +21,11 @@ import (
 // request: a caller waits for a generation read that began after it asked
 // (freshness.current), so a change committed before a request arrives, by
 // any process, is always seen, while 50 concurrent requests share one
-// small query. Entries also expire after cacheTTL, which bounds what a
-// process that crashed between a commit and its bump could leave stale.
+// small query. A store that can tell without a query that nothing was
+// committed since its last read (GenerationPeeker: SQLite's WAL index)
+// spares the request even that wait. Entries also expire after cacheTTL,
+// which bounds what a process that crashed between a commit and its bump
+// could leave stale.
 //
 // Documents are keyed by their bundle, whose name changes with every
 // re-ingestion (versioned names), so they need no generation at all.
@@ -47,6 +50,7 @@ const (
 // change generations.
 type readCache struct {
 	store  GenerationStore
+	peek   GenerationPeeker // nil when the store has no query-free check
 	fresh  freshness
 	tokens boundedMap[tokenKey, tokenEntry]
 	fields boundedMap[fieldKey, fieldEntry]
@@ -93,6 +97,7 @@ func newReadCache(st Store) *readCache {
 		return nil
 	}
 	c := &readCache{store: gs}
+	c.peek, _ = st.(GenerationPeeker)
 	c.fresh.gap = generationGap
 	c.fresh.read = func() (Generations, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), generationReadTimeout)
@@ -123,11 +128,23 @@ func (a *Archive) Fresh(ctx context.Context) context.Context {
 	if _, ok := ctx.Value(genKey{}).(Generations); ok {
 		return ctx
 	}
-	g, err := a.cache.fresh.current(ctx)
+	g, err := a.cache.now(ctx)
 	if err != nil {
 		return ctx
 	}
 	return context.WithValue(ctx, genKey{}, g)
+}
+
+// now is the store's generations as of now: from the store's query-free
+// check when it can tell nothing changed, else from a shared read that
+// began after the call (freshness).
+func (c *readCache) now(ctx context.Context) (Generations, error) {
+	if c.peek != nil {
+		if g, ok := c.peek.UnchangedGenerations(); ok {
+			return g, nil
+		}
+	}
+	return c.fresh.current(ctx)
 }
 
 // current is the generations to check cached entries against for ctx
@@ -139,7 +156,7 @@ func (c *readCache) current(ctx context.Context) (Generations, bool) {
 	if g, ok := ctx.Value(genKey{}).(Generations); ok {
 		return g, true
 	}
-	g, err := c.fresh.current(ctx)
+	g, err := c.now(ctx)
 	return g, err == nil
 }
 

@@ -81,7 +81,7 @@ func OpenSQLite(ctx context.Context, path string, create bool) (archive.Store, e
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	s.watch = newChangeWatch(wdb)
+	s.watch = newChangeWatch(wdb, path)
 	return s, nil
 }
 
@@ -115,6 +115,14 @@ func (s *sqliteStore) Close() error {
 // since the last read (changeWatch).
 func (s *sqliteStore) Generations(ctx context.Context) (archive.Generations, error) {
 	return s.watch.generations(ctx)
+}
+
+var _ archive.GenerationPeeker = (*sqliteStore)(nil)
+
+// UnchangedGenerations answers the last Generations without a query while
+// the WAL index shows no commit since (archive.GenerationPeeker, changeWatch).
+func (s *sqliteStore) UnchangedGenerations() (archive.Generations, bool) {
+	return s.watch.unchanged()
 }
 
 // stmt returns the prepared statement of query, preparing it once: parsing

@@ -111,3 +111,48 @@ func TestPercentileSelectionMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderStatsMatchSort checks the bucketed selection against a sort on
+// the shapes that stress it: continuous values, heavy ties, outliers far
+// from the bulk, negative values, ranges too narrow or too wide for
+// buckets, and both sides of the size where bucketing starts.
+func TestOrderStatsMatchSort(t *testing.T) {
+	seed := uint64(7)
+	rnd := func() float64 { // xorshift in [0, 1)
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return float64(seed>>11) / (1 << 53)
+	}
+	shapes := map[string]func(i, n int) float64{
+		"uniform":   func(int, int) float64 { return rnd() },
+		"ndvi-like": func(int, int) float64 { return 0.6 + 0.2*(rnd()+rnd()+rnd()-1.5) },
+		"ties":      func(int, int) float64 { return math.Floor(rnd()*4) / 4 },
+		"outlier": func(i, _ int) float64 {
+			if i == 3 {
+				return 1e12
+			}
+			return 0.5 + 1e-6*rnd()
+		},
+		"negative":  func(int, int) float64 { return -100 * rnd() },
+		"narrow":    func(int, int) float64 { return 1 + math.Floor(rnd()*3)*math.SmallestNonzeroFloat64 },
+		"wide":      func(i, _ int) float64 { return math.MaxFloat64 * (2*rnd() - 1) },
+		"two-bulks": func(i, _ int) float64 { return float64(i%2)*1000 + rnd() },
+	}
+	for name, gen := range shapes {
+		for _, n := range []int{255, 256, 257, 1000, 11000} {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = gen(i, n)
+			}
+			sorted := slices.Clone(v)
+			slices.Sort(sorted)
+			ranks := []int{0, n / 4, n/4 + 1, n / 2, n / 2, n - 2, n - 1}
+			out := make([]float64, len(ranks))
+			orderStats(v, sorted[0], sorted[n-1], ranks, out)
+			for i, r := range ranks {
+				require.Equal(t, sorted[r], out[i], "%s n=%d rank %d", name, n, r)
+			}
+		}
+	}
+}

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -87,6 +89,14 @@ func runIndex(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return errors.New("--out is required")
 	case job.workers < 1:
 		return fmt.Errorf("--workers %d: want at least 1", job.workers)
+	}
+	// The live heap is the scenes' tile caches (128 MiB each) and the
+	// workers' fields; without a limit the collector lets the heap grow to
+	// twice that. 320 MiB keeps 1,000 fields × 4 indices at ~345 MB peak
+	// RSS instead of ~375 MB, at no measurable CPU cost; GOMEMLIMIT
+	// overrides it.
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		debug.SetMemoryLimit(320 << 20)
 	}
 	if date != "" {
 		if len(job.scenes) != 1 {

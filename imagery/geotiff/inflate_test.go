@@ -285,3 +285,37 @@ func TestBuildTable(t *testing.T) {
 	assert.Equal(t, uint32(2), long[link>>16+0]>>16)
 	assert.Equal(t, uint32(3), long[link>>16+1]>>16)
 }
+
+// TestCombineCodes checks the two-code entries on the shape of 16-bit
+// imagery: 9-bit literals followed by 3-bit match lengths share one entry,
+// a literal followed by the end of the block does not.
+func TestCombineCodes(t *testing.T) {
+	// Complete code: literals 9 bits (256 × 2⁻⁹), end of block 2 bits,
+	// lengths 3 and 4 (symbols 257, 258) 3 bits each.
+	lens := make([]uint8, 259)
+	for i := range 256 {
+		lens[i] = 9
+	}
+	lens[256], lens[257], lens[258] = 2, 3, 3
+	table := make([]uint32, litlenTableSize)
+	require.NoError(t, buildTable(table, litlenBits, lens, litlenEntry))
+	combineCodes(table)
+	litLen, single := 0, 0
+	for i := range 1 << litlenBits {
+		e := table[i]
+		switch {
+		case e&kindLitLen != 0:
+			litLen++
+			assert.Equal(t, uint32(12), e&15, "index %012b: 9 + 3 bits", i)
+			assert.Contains(t, []uint32{3, 4}, e>>24, "index %012b: length", i)
+		case e&kindLiteral != 0:
+			single++
+			assert.Zero(t, e&kindPair, "index %012b: 18 bits of literals do not fit", i)
+		}
+	}
+	// Of the 8 values of the 3 index bits after a literal code, each length
+	// code takes 1; the end code (2 bits) takes 2 and the start of another
+	// literal 4, which stay single literals.
+	assert.Equal(t, 256*2, litLen)
+	assert.Equal(t, 256*6, single)
+}

@@ -7,7 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,4 +184,66 @@ func TestSQLiteUnchangedGenerations(t *testing.T) {
 	_, ok = a.UnchangedGenerations()
 	assert.False(t, ok, "reconnected, not mapped before the read")
 	settle("remapped")
+}
+
+// Under a stream of commits from another store on the file, no check —
+// from memory or read — answers counters older than a bump that returned
+// before the check began.
+func TestSQLiteGenerationsNeverOlderThanACommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := openTest(t, dir).(*sqliteStore)
+	b := openTest(t, dir).(*sqliteStore)
+	var committed atomic.Int64
+	stop := make(chan struct{})
+	writerDone := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				writerDone <- nil
+				return
+			default:
+			}
+			if err := b.BumpGenerations(ctx, 0, 1); err != nil {
+				writerDone <- err
+				return
+			}
+			committed.Add(1)
+		}
+	}()
+	var stale, fromMemory, checks atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(400 * time.Millisecond)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				runtime.Gosched() // the writer gets its turns
+				before := committed.Load()
+				g, ok := a.UnchangedGenerations()
+				if ok {
+					fromMemory.Add(1)
+				} else {
+					var err error
+					if g, err = a.Generations(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				checks.Add(1)
+				if g.Data < before {
+					stale.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	require.NoError(t, <-writerDone)
+	assert.Zero(t, stale.Load(), "a check answered counters older than a committed bump")
+	assert.Positive(t, committed.Load())
+	assert.Positive(t, fromMemory.Load(), "some checks fell between commits and were answered from memory")
+	t.Logf("%d commits, %d checks, %d from memory", committed.Load(), checks.Load(), fromMemory.Load())
 }

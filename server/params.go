@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,17 +33,8 @@ type params map[string]json.RawMessage
 // before the caller is authenticated when its token is in the header or query.
 func readParams(r *http.Request, limit int64) (params, error) {
 	p := params{}
-	var conflict error
-	for k, v := range r.URL.Query() {
-		if len(v) > 0 {
-			p[k] = quote(v[0])
-		}
-		if conflict == nil {
-			conflict = sameValues(k, v)
-		}
-	}
-	if conflict != nil {
-		return p, conflict
+	if err := queryParams(p, r.URL.RawQuery); err != nil {
+		return p, err
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return p, nil
@@ -97,6 +89,48 @@ func readParams(r *http.Request, limit int64) (params, error) {
 		p[k] = v
 	}
 	return p, nil
+}
+
+// maxQueryParams is net/url's default bound on a query's parameters
+// (GODEBUG urlmaxqueryparams); beyond it, a 400.
+const maxQueryParams = 10000
+
+// queryParams adds the parameters of the raw query to p, parsed as
+// url.ParseQuery does (a pair holding a semicolon or a bad escape is
+// skipped) but without its map of slices: the first value of a name is
+// kept, and a later different value is refused (sameValues). Every name
+// is added even then, so that the caller can still authenticate.
+func queryParams(p params, query string) error {
+	if strings.Count(query, "&") >= maxQueryParams {
+		return badRequest("more than %d query parameters", maxQueryParams)
+	}
+	var conflict error
+	for query != "" {
+		var pair string
+		pair, query, _ = strings.Cut(query, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		q := quote(v)
+		first, seen := p[k]
+		if !seen {
+			p[k] = q
+			continue
+		}
+		if conflict == nil && string(first) != string(q) {
+			was, _, _ := p.str(k)
+			conflict = sameValues(k, []string{was, v})
+		}
+	}
+	return conflict
 }
 
 // sameValues refuses a parameter repeated with different values (?id=6&id=7):

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -120,4 +121,39 @@ func TestUnroutedRequestsAndRequestLog(t *testing.T) {
 	assert.Regexp(t, `^time=\S+ level=INFO msg=request method=POST path=/fields/list status=200 bytes=\d+ duration=\S+$`, last)
 	assert.Regexp(t, `msg=request method=DELETE path=/fields/list status=405 bytes=\d+ duration=`, lines[1])
 	assert.NotContains(t, logs.String(), "source=")
+}
+
+// The query's parameters are what url.ParseQuery gives (first values,
+// escapes decoded, pairs with a semicolon or a bad escape skipped), and a
+// name repeated with another value is a 400.
+func TestQueryParamsAsURLQuery(t *testing.T) {
+	for _, raw := range []string{
+		"", "field_name=UES-03&date=2019-06-20", "a=1&a=1", "a=1&a=2", "a=1&b=2&a=3",
+		"x=%41%42&y=a+b&z=%E2%82%AC", "bad=%zz&ok=1", "semi=1;2&ok=2", "&&k=v&", "k", "k=", "=v",
+		"a=%3Cb%3E%26&q=%22", "t=abc%2Fdef%3D",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			values, _ := url.ParseQuery(raw)
+			want := params{}
+			var wantConflict bool
+			for k, v := range values {
+				want[k] = quote(v[0])
+				wantConflict = wantConflict || sameValues(k, v) != nil
+			}
+			got := params{}
+			err := queryParams(got, raw)
+			assert.Equal(t, want, got)
+			if wantConflict {
+				var e *Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, 400, e.Status)
+			} else {
+				assert.NoError(t, err)
+			}
+		})
+	}
+	err := queryParams(params{}, strings.Repeat("a=1&", maxQueryParams))
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, 400, e.Status)
 }

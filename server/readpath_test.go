@@ -36,12 +36,19 @@ func (d *discardWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// maxDownloadAllocs bounds the allocations of a download answered from
+// memory: 25 when set (2026-11-27; 88 before the read path's work), with
+// room for a Go release's own changes.
+const maxDownloadAllocs = 30
+
 // A download answered from memory allocates a bounded number of objects
 // per request (request, parameters, answer headers, log line): the read
 // path's CPU is mostly allocation and collection once the database is out
-// of it. The bound holds the allocations the server made per request when
-// it was set (docs/performance.md, row 3).
+// of it (docs/performance.md, row 3).
 func TestDownloadAllocations(t *testing.T) {
+	if servertest.Backend() != "sqlite" {
+		t.Skip("the bound counts on the SQLite store's query-free freshness check")
+	}
 	sceneRoot := testenv.DataDir(t, "s2", "flanders-31UES")
 	env := servertest.New(t, server.Config{})
 	ctx := context.Background()
@@ -69,5 +76,5 @@ func TestDownloadAllocations(t *testing.T) {
 
 	allocs := testing.AllocsPerRun(200, serve)
 	t.Logf("allocations per download: %.1f", allocs)
-	assert.LessOrEqual(t, allocs, 1000.0)
+	assert.LessOrEqual(t, allocs, float64(maxDownloadAllocs))
 }

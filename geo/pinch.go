@@ -61,8 +61,9 @@ func splitRing(r orb.Ring) []orb.Ring {
 	}
 	pts := append([]orb.Point(nil), r[:len(r)-1]...)
 	var loops []orb.Ring
+	seen := make(map[orb.Point]int, len(pts))
 	for {
-		seen := map[orb.Point]int{}
+		clear(seen)
 		cut := false
 		for i, q := range pts {
 			if j, ok := seen[q]; ok {

@@ -75,10 +75,14 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 	}
 
 	// Pixels grouped by region (CSR), to find a small region's neighbours
-	// by looking around its own pixels only.
+	// by looking around its own pixels only. Only regions small at the
+	// start are ever looked around (a region's size only grows, and a
+	// small root's pixels are its own and those of the small regions it
+	// absorbed), so only their pixels are listed.
 	start := make([]int32, nr+1)
+	small := func(id int32) bool { return id >= 0 && rg.size[id] < minPixels }
 	for _, id := range rg.id {
-		if id >= 0 {
+		if small(id) {
 			start[id+1]++
 		}
 	}
@@ -88,7 +92,7 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 	pix := make([]int32, start[nr])
 	fill := append([]int32(nil), start[:nr]...)
 	for i, id := range rg.id {
-		if id >= 0 {
+		if small(id) {
 			pix[fill[id]] = int32(i)
 			fill[id]++
 		}
@@ -139,20 +143,7 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 		if len(opts.Values) != len(labels)*dim {
 			return fmt.Errorf("sieve: %d values for %d labels of %d values", len(opts.Values), len(labels), dim)
 		}
-		sum, cnt := map[int32][]float64{}, map[int32]float64{}
-		for i, l := range labels {
-			v := opts.Values[i*dim : (i+1)*dim]
-			if l == nodata || !finiteAll(v) {
-				continue
-			}
-			if sum[l] == nil {
-				sum[l] = make([]float64, dim)
-			}
-			for d, x := range v {
-				sum[l][d] += x
-			}
-			cnt[l]++
-		}
+		sum, cnt := labelSums(labels, opts.Values, dim, nodata)
 		labelMean = make(map[int32][]float64, len(sum))
 		for l, s := range sum {
 			for d := range s {
@@ -266,12 +257,71 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 			}
 		}
 	}
+	final := make([]int32, nr) // each region's label after the merges
+	for i := range final {
+		final[i] = label[find(int32(i))]
+	}
 	for i, id := range rg.id {
 		if id >= 0 {
-			labels[i] = label[find(id)]
+			labels[i] = final[id]
 		}
 	}
 	return nil
+}
+
+// labelSums sums the values (dim per pixel) of each label's pixels with
+// finite values, nodata skipped, in raster order; cnt counts them.
+func labelSums(labels []int32, values []float64, dim int, nodata int32) (sum map[int32][]float64, cnt map[int32]float64) {
+	lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
+	for _, l := range labels {
+		if l != nodata {
+			lo, hi = min(lo, l), max(hi, l)
+		}
+	}
+	sum, cnt = map[int32][]float64{}, map[int32]float64{}
+	if lo > hi {
+		return sum, cnt
+	}
+	// Labels of a small range (zones) are summed in slices indexed by
+	// label, others in maps: the same additions in the same order.
+	if int64(hi)-int64(lo) < 1<<16 {
+		span := int(hi-lo) + 1
+		s := make([]float64, span*dim)
+		c := make([]float64, span)
+		for i, l := range labels {
+			v := values[i*dim : (i+1)*dim]
+			if l == nodata || !finiteAll(v) {
+				continue
+			}
+			j := int(l - lo)
+			for d, x := range v {
+				s[j*dim+d] += x
+			}
+			c[j]++
+		}
+		for j, n := range c {
+			if n > 0 {
+				l := lo + int32(j)
+				sum[l] = s[j*dim : (j+1)*dim : (j+1)*dim]
+				cnt[l] = n
+			}
+		}
+		return sum, cnt
+	}
+	for i, l := range labels {
+		v := values[i*dim : (i+1)*dim]
+		if l == nodata || !finiteAll(v) {
+			continue
+		}
+		if sum[l] == nil {
+			sum[l] = make([]float64, dim)
+		}
+		for d, x := range v {
+			sum[l][d] += x
+		}
+		cnt[l]++
+	}
+	return sum, cnt
 }
 
 // regions are the 4-connected regions of equal, non-nodata labels.
@@ -329,26 +379,31 @@ func findRegions(labels []int32, cols, rows int, nodata int32) regions {
 			}
 		}
 	}
-	// Renumber roots densely in order of first pixel.
+	// Renumber roots densely in order of first pixel. A root is its
+	// set's smallest provisional id (unions keep the smaller), and ids are
+	// given in scan order, so numbering roots by increasing id is that
+	// order.
 	dense := make([]int32, len(parent))
-	for i := range dense {
-		dense[i] = -1
+	count := int32(0)
+	for i := range parent {
+		if r := find(int32(i)); r == int32(i) {
+			dense[i] = count
+			count++
+		} else {
+			dense[i] = dense[r]
+		}
 	}
-	var size []int
-	var label []int32
+	size := make([]int, count)
+	label := make([]int32, count)
 	for i, p := range id {
 		if p < 0 {
 			continue
 		}
-		root := find(p)
-		d := dense[root]
-		if d < 0 {
-			d = int32(len(size))
-			dense[root] = d
-			size = append(size, 0)
-			label = append(label, labels[i])
-		}
+		d := dense[p]
 		id[i] = d
+		if size[d] == 0 {
+			label[d] = labels[i]
+		}
 		size[d]++
 	}
 	return regions{id: id, size: size, label: label}

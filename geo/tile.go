@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // ErrOutlineOutsideGrid is returned by TileOutline when the outline leaves
@@ -56,18 +59,28 @@ func TileOutline(labels []int32, g Grid, outline orb.MultiPolygon, nodata int32)
 	}
 	inside := Rasterize(outline, g)
 	t.internalEdges(inside)
-	var out []LabeledPolygon
 	zones := make([]int32, 0, len(t.edges))
 	for z := range t.edges {
 		zones = append(zones, z)
 	}
 	slices.Sort(zones)
-	for _, z := range zones {
-		for _, p := range t.polygons(t.edges[z]) {
-			for _, q := range SplitPinches(p) {
-				out = append(out, LabeledPolygon{Label: z, Polygon: q})
+	// Labels are traced independently, on all cores, and joined in order.
+	parts := make([][]LabeledPolygon, len(zones))
+	var wg panicgroup.Group
+	wg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, z := range zones {
+		wg.Go(func() {
+			for _, p := range t.polygons(t.edges[z]) {
+				for _, q := range SplitPinches(p) {
+					parts[i] = append(parts[i], LabeledPolygon{Label: z, Polygon: q})
+				}
 			}
-		}
+		})
+	}
+	wg.Wait()
+	var out []LabeledPolygon
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out, nil
 }
@@ -359,9 +372,19 @@ func (t *tiler) internalEdges(inside []bool) {
 // polygons chains one label's directed edges into rings and groups them
 // into polygons in the grid's CRS.
 func (t *tiler) polygons(edges []dirEdge) []orb.Polygon {
-	from := make(map[uv][]int, len(edges))
+	// The edges leaving each vertex, in edge order: a list threaded
+	// through after (one map entry per vertex, no slice per vertex).
+	type chain struct{ first, last int32 }
+	from := make(map[uv]chain, len(edges))
+	after := make([]int32, len(edges))
 	for k, e := range edges {
-		from[e.a] = append(from[e.a], k)
+		after[k] = -1
+		if c, ok := from[e.a]; ok {
+			after[c.last] = int32(k)
+			from[e.a] = chain{c.first, int32(k)}
+		} else {
+			from[e.a] = chain{int32(k), int32(k)}
+		}
 	}
 	used := make([]bool, len(edges))
 	var rings []orb.Ring
@@ -379,9 +402,10 @@ func (t *tiler) polygons(edges []dirEdge) []orb.Polygon {
 			if e.b == start {
 				break
 			}
-			next, best := -1, math.Inf(-1)
+			next, best := int32(-1), math.Inf(-1)
 			din := orb.Point{e.b[0] - e.a[0], e.b[1] - e.a[1]}
-			for _, cand := range from[e.b] {
+			c0, ok := from[e.b]
+			for cand := c0.first; ok && cand >= 0; cand = after[cand] {
 				if used[cand] {
 					continue
 				}
@@ -397,7 +421,7 @@ func (t *tiler) polygons(edges []dirEdge) []orb.Polygon {
 			if next < 0 {
 				break // open chain: cannot happen for a closed outline; dropped below
 			}
-			k = next
+			k = int(next)
 		}
 		if ring[0] != ring[len(ring)-1] {
 			continue

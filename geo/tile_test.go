@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/paulmach/orb"
@@ -72,6 +74,33 @@ func TestTileOutlineErrors(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrOutlineOutsideGrid), "an unlabelled pixel under the outline: %v", err)
 	_, err = TileOutline([]int32{1}, g, in, 0)
 	assert.Error(t, err)
+}
+
+// Labels traced on several cores come back as on one: in label order,
+// each label's polygons in their order, on a noisy raster with pinches
+// and holes under an off-grid outline.
+func TestTileOutlineSameOnAllCores(t *testing.T) {
+	g := Grid{EPSG: 32631, X0: 0, Y0: 600, DX: 10, DY: 10, Cols: 60, Rows: 60}
+	labels := make([]int32, g.Cols*g.Rows)
+	for i := range labels {
+		c, r := i%g.Cols, i/g.Cols
+		labels[i] = 1 + int32((c/7+r/5+(c*r)%3)%6)
+	}
+	var ring orb.Ring
+	for a := range 90 {
+		th := float64(a) * math.Pi / 45
+		ring = append(ring, orb.Point{300.3 + 290*math.Cos(th), 300.7 + 290*math.Sin(th)})
+	}
+	out := orb.MultiPolygon{{append(ring, ring[0])}}
+	all, err := TileOutline(labels, g, out, 0)
+	require.NoError(t, err)
+	prev := runtime.GOMAXPROCS(1)
+	one, err := TileOutline(labels, g, out, 0)
+	runtime.GOMAXPROCS(prev)
+	require.NoError(t, err)
+	assert.Greater(t, len(all), 6)
+	assert.Equal(t, one, all)
+	assert.True(t, slices.IsSortedFunc(all, func(a, b LabeledPolygon) int { return int(a.Label - b.Label) }))
 }
 
 // The zones of a 2×1 label raster clipped to a triangle: each zone keeps

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery/geotiff"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // defaultBlock is the cache's block size when the file does not tell its
@@ -37,18 +39,36 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, e
 	}
 	bw, bh := blockSize(b.file)
 	full := b.grid.Full()
+	var blocks []blockKey
 	for by := w.Row / bh; by*bh < w.Row+w.Rows; by++ {
 		for bx := w.Col / bw; bx*bw < w.Col+w.Cols; bx++ {
-			blockWin := geo.Window{Col: bx * bw, Row: by * bh, Cols: bw, Rows: bh}.Intersect(full)
-			r, err := s.cache.get(ctx, blockKey{b, bx, by}, func() (*geotiff.Raster, error) {
+			blocks = append(blocks, blockKey{b, bx, by})
+		}
+	}
+	// A large field spans many blocks: they decode on all cores, each
+	// into its own part of out; the first failure in block order is
+	// reported.
+	errs := make([]error, len(blocks))
+	var g panicgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, k := range blocks {
+		g.Go(func() {
+			blockWin := geo.Window{Col: k.bx * bw, Row: k.by * bh, Cols: bw, Rows: bh}.Intersect(full)
+			r, err := s.cache.get(ctx, k, func() (*geotiff.Raster, error) {
 				return b.file.ReadWindow(ctx, blockWin)
 			})
+			if err == nil {
+				err = copyRaster(out, w, r)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
+				errs[i] = fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
 			}
-			if err := copyRaster(out, w, r); err != nil {
-				return nil, fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
-			}
+		})
+	}
+	g.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

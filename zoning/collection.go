@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 
 	"github.com/cropkit/cropkit/geo/crs"
 	"github.com/paulmach/orb"
+
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // Collection is a zone result as polygon features in one CRS: what every
@@ -72,14 +75,28 @@ func (r *Result) Collection(dstEPSG int) (*Collection, error) {
 	for _, z := range r.Zones {
 		byID[z.ID] = z
 	}
-	c := &Collection{EPSG: dstEPSG, Features: make([]Feature, 0, len(r.Polygons))}
-	for _, p := range r.Polygons {
-		z := byID[p.Zone]
-		poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
-		if !ok || !finitePolygon(poly) {
-			return nil, fmt.Errorf("reproject zone %d to EPSG:%d: coordinates outside the CRS's area of use", p.Zone, dstEPSG)
-		}
-		c.Features = append(c.Features, Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly})
+	c := &Collection{EPSG: dstEPSG, Features: make([]Feature, len(r.Polygons))}
+	// The polygons are projected in chunks on all cores (a large field's
+	// thousands of polygons take tens of milliseconds on one); the first
+	// polygon that fails, in order, is reported.
+	failed := make([]bool, len(r.Polygons))
+	chunk := max(64, (len(r.Polygons)+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
+	var g panicgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for lo := 0; lo < len(r.Polygons); lo += chunk {
+		g.Go(func() {
+			for i := lo; i < min(lo+chunk, len(r.Polygons)); i++ {
+				p := r.Polygons[i]
+				z := byID[p.Zone]
+				poly, ok := crs.Project(p.Polygon, t).(orb.Polygon)
+				failed[i] = !ok || !finitePolygon(poly)
+				c.Features[i] = Feature{Zone: z.ID, RasterVal: z.RasterVal, Dose: z.Dose, Polygon: poly}
+			}
+		})
+	}
+	g.Wait()
+	if i := slices.Index(failed, true); i >= 0 {
+		return nil, fmt.Errorf("reproject zone %d to EPSG:%d: coordinates outside the CRS's area of use", r.Polygons[i].Zone, dstEPSG)
 	}
 	q := r.Quality
 	c.Quality = &q
@@ -146,18 +163,9 @@ type geometryJSON struct {
 // per zone part with DOSE, RASTER_VAL and ZONE. Outer rings are
 // counter-clockwise and holes clockwise. It writes the JSON directly: a
 // 10,000 ha field has hundreds of thousands of vertices.
-func (c *Collection) MarshalJSON() ([]byte, error) {
-	n := 0
-	for _, f := range c.Features {
-		for _, r := range f.Polygon {
-			n += len(r)
-		}
-	}
-	b := make([]byte, 0, 128+len(c.Features)*128+n*40)
-	b = append(b, `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":`...)
-	b = strconv.AppendQuote(b, crs.URN(c.EPSG))
-	b = append(b, `}},"features":[`...)
-	for i, f := range c.Features {
+// appendFeatures appends the GeoJSON features fs, comma-separated.
+func appendFeatures(b []byte, fs []Feature) ([]byte, error) {
+	for i, f := range fs {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -189,6 +197,49 @@ func (c *Collection) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"ZONE":`...)
 		b = strconv.AppendInt(b, int64(f.Zone), 10)
 		b = append(b, "}}"...)
+	}
+	return b, nil
+}
+
+func (c *Collection) MarshalJSON() ([]byte, error) {
+	n := 0
+	for _, f := range c.Features {
+		for _, r := range f.Polygon {
+			n += len(r)
+		}
+	}
+	b := make([]byte, 0, 128+len(c.Features)*128+n*40)
+	b = append(b, `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":`...)
+	b = strconv.AppendQuote(b, crs.URN(c.EPSG))
+	b = append(b, `}},"features":[`...)
+	// The features are encoded in chunks on all cores (a large field has
+	// thousands), then joined in order.
+	chunk := max(256, (len(c.Features)+4*runtime.GOMAXPROCS(0)-1)/(4*runtime.GOMAXPROCS(0)))
+	parts := make([][]byte, (len(c.Features)+chunk-1)/chunk)
+	errs := make([]error, len(parts))
+	var g panicgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range parts {
+		g.Go(func() {
+			lo, hi := i*chunk, min((i+1)*chunk, len(c.Features))
+			if i == 0 {
+				parts[i], errs[i] = appendFeatures(b, c.Features[lo:hi]) // in place: the first part is b
+				return
+			}
+			parts[i], errs[i] = appendFeatures(make([]byte, 0, (hi-lo)*128+(n/len(c.Features)+1)*(hi-lo)*40), c.Features[lo:hi])
+		})
+	}
+	g.Wait()
+	for i, part := range parts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		if i == 0 {
+			b = part
+			continue
+		}
+		b = append(b, ',')
+		b = append(b, part...)
 	}
 	b = append(b, ']')
 	if c.Quality != nil {

@@ -92,15 +92,21 @@ func safeName(s string) string {
 // (multi)polygon in EPSG:4326 (geo.Rasterize, with its all-touched
 // fallback for a parcel thinner than a pixel): the mask Compute takes.
 func FieldMask(field orb.MultiPolygon, grid geo.Grid) ([]bool, error) {
+	mask, _, err := fieldMask(field, grid)
+	return mask, err
+}
+
+// fieldMask is FieldMask, also returning the field in grid's CRS.
+func fieldMask(field orb.MultiPolygon, grid geo.Grid) ([]bool, orb.MultiPolygon, error) {
 	t, err := crs.New(4326, grid.EPSG)
 	if err != nil {
-		return nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
+		return nil, nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
 	}
 	mp, err := geo.Transform(field, t)
 	if err != nil {
-		return nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
+		return nil, nil, fmt.Errorf("project field to EPSG:%d: %w", grid.EPSG, err)
 	}
-	return geo.Rasterize(mp, grid), nil
+	return geo.Rasterize(mp, grid), mp, nil
 }
 
 // MeanValues is the per-pixel mean of several value grids of the same
@@ -112,6 +118,21 @@ func MeanValues(grids ...[]float64) ([]float64, error) {
 	}
 	n := len(grids[0])
 	sum := make([]float64, n)
+	if len(grids) == 1 {
+		// One image (a single date): its values, infinities as NaN and
+		// −0 as 0, what the sums below give, in one pass.
+		for i, v := range grids[0] {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				sum[i] = math.NaN()
+			case v == 0:
+				sum[i] = 0
+			default:
+				sum[i] = v
+			}
+		}
+		return sum, nil
+	}
 	cnt := make([]int32, n)
 	for g, vals := range grids {
 		if len(vals) != n {

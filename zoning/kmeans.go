@@ -441,13 +441,8 @@ type sorted1D struct {
 
 func newSorted1D(data []float64) *sorted1D {
 	n := len(data)
-	x := slices.Clone(data)
-	sortFloats(x)
-	var mu float64
-	for _, v := range x {
-		mu += v
-	}
-	mu /= float64(n)
+	x := make([]float64, n)
+	mu := sortedCopy(x, data) / float64(n)
 	s := &sorted1D{x: x, ps: make([]float64, n+1), ps2: make([]float64, n+1), mu: mu}
 	for i, v := range x {
 		v -= mu
@@ -626,7 +621,17 @@ func (s *sorted1D) labels(data, centers []float64) []int32 {
 	}
 	labels := make([]int32, len(data))
 	for i, v := range data {
-		labels[i] = int32(sort.Search(len(mids), func(j int) bool { return v <= mids[j] }))
+		// The first midpoint at or above v (sort.Search, written out).
+		lo, hi := 0, len(mids)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if v <= mids[m] {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		labels[i] = int32(lo)
 	}
 	return labels
 }

@@ -3,6 +3,7 @@ package zoning
 import (
 	"context"
 	"math"
+	"math/bits"
 )
 
 // refine moves boundary pixels between zones after the sieve, a k-means
@@ -20,92 +21,256 @@ import (
 // dim values per pixel, NaN where a pixel was not clustered (such pixels
 // never move).
 func refine(ctx context.Context, labels []int32, feat []float64, dim, k, cols, rows, minPixels int) error {
+	_, err := refineCounting(ctx, labels, feat, dim, k, cols, rows, minPixels)
+	return err
+}
+
+// refineCounting is refine, returning how many pixels its sweeps examined.
+//
+// A sweep visits the pixels in raster order and a move changes the labels
+// the later pixels see, so the order is kept, but only the pixels that can
+// move are visited: those on a zone boundary when the sweep reaches them,
+// that is on the boundary when the sweep began or next to a pixel that
+// moved earlier in it (candidates in a bitmap, read in index order and
+// added to ahead of the scan). The regions are labelled once; a move keeps
+// every region connected (staysConnected) and can only join regions of the
+// zone the pixel enters, which a union–find records and applies at the end
+// of the sweep, so a sweep sees the regions and sizes a fresh labelling at
+// its start would give. The zone means are recomputed over all pixels in
+// raster order each sweep (an incremental update would round differently).
+func refineCounting(ctx context.Context, labels []int32, feat []float64, dim, k, cols, rows, minPixels int) (int, error) {
 	const maxSweeps = 30
 	n := cols * rows
-	var id []int32
-	var size []int
-	var rl regionLabeller // its buffers serve every sweep
-	regions := func() {
-		var nr int
-		id, nr = rl.label(labels, cols, rows)
-		if cap(size) < nr {
-			size = make([]int, nr)
+	minKeep := max(minPixels, 1)
+	var rl regionLabeller
+	id, nr := rl.label(labels, cols, rows) // region per pixel; a moved pixel takes its new region's
+	size := make([]int, nr)                // pixels per region, valid at union–find roots
+	for _, r := range id {
+		if r >= 0 {
+			size[r]++
 		}
-		size = size[:nr]
-		clear(size)
-		for _, r := range id {
-			if r >= 0 {
-				size[r]++
+	}
+	parent := make([]int32, nr)
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	var joins [][2]int32 // regions a move joined, applied after the sweep
+
+	// cand: the pixels this sweep visits; next: the next sweep's.
+	cand := make([]uint64, (n+63)/64)
+	next := make([]uint64, len(cand))
+	mark := func(bits []uint64, p int) { bits[p>>6] |= 1 << (p & 63) }
+	for row := range rows {
+		for c := range cols {
+			p := row*cols + c
+			a := labels[p]
+			if a == 0 {
+				continue
+			}
+			if c+1 < cols {
+				if b := labels[p+1]; b != 0 && b != a {
+					mark(cand, p)
+					mark(cand, p+1)
+				}
+			}
+			if row+1 < rows {
+				if b := labels[p+cols]; b != 0 && b != a {
+					mark(cand, p)
+					mark(cand, p+cols)
+				}
 			}
 		}
 	}
+
 	mean := make([]float64, (k+1)*dim)
-	cnt := make([]float64, k+1)
+	cnt := make([]float64, k+1) // clustered pixels per zone, kept up to date by the moves
+	for i, l := range labels {
+		if l != 0 && !math.IsNaN(feat[i*dim]) {
+			cnt[l]++
+		}
+	}
+	examined := 0
+	// With one feature, safe[2l], safe[2l+1] bound the values for which
+	// no other zone's mean is closer than zone l's: such a pixel cannot
+	// move, and the sweep passes it by without reading its neighbours.
+	var safe []float64
 	for range maxSweeps {
 		if err := ctx.Err(); err != nil {
-			return err
+			return examined, err
 		}
-		clear(mean)
-		clear(cnt)
-		for i, l := range labels {
-			if l == 0 || math.IsNaN(feat[i*dim]) {
-				continue
-			}
-			cnt[l]++
-			for d := range dim {
-				mean[int(l)*dim+d] += feat[i*dim+d]
-			}
+		zoneMeans(mean, cnt, labels, feat, dim, k)
+		if dim == 1 {
+			safe = safeIntervals(safe, mean, cnt, k)
 		}
-		for l := 1; l <= k; l++ {
-			for d := range dim {
-				if cnt[l] > 0 {
-					mean[l*dim+d] /= cnt[l]
-				}
-			}
-		}
-		regions()
 		moved := 0
-		for p := range n {
-			a := labels[p]
-			if a == 0 || math.IsNaN(feat[p*dim]) || size[id[p]]-1 < max(minPixels, 1) {
-				continue
-			}
-			c, row := p%cols, p/cols
-			// Most pixels lie inside their region: with no 4-neighbour of
-			// another zone there is nothing to weigh.
-			if (c == 0 || labels[p-1] == a || labels[p-1] == 0) && (c == cols-1 || labels[p+1] == a || labels[p+1] == 0) &&
-				(row == 0 || labels[p-cols] == a || labels[p-cols] == 0) && (row == rows-1 || labels[p+cols] == a || labels[p+cols] == 0) {
-				continue
-			}
-			f := feat[p*dim : (p+1)*dim]
-			best, bestD, bestQ := a, dist2Centre(f, mean[int(a)*dim:]), -1
-			for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
-				switch {
-				case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
+		for w := range cand {
+			for cand[w] != 0 {
+				p := w<<6 | bits.TrailingZeros64(cand[w])
+				cand[w] &= cand[w] - 1
+				a := labels[p]
+				f0 := feat[p*dim]
+				if a == 0 || math.IsNaN(f0) {
 					continue
 				}
-				b := labels[q]
-				if b == 0 || b == a || cnt[b] == 0 {
+				if safe != nil && f0 >= safe[2*a] && f0 <= safe[2*a+1] {
+					// No zone is closer: it stays, and stays a candidate
+					// for when the means have moved.
+					mark(next, p)
 					continue
 				}
-				if d := dist2Centre(f, mean[int(b)*dim:]); d < bestD {
-					best, bestD, bestQ = b, d, q
+				examined++
+				c, row := p%cols, p/cols
+				// With no 4-neighbour of another zone there is nothing to weigh.
+				if (c == 0 || labels[p-1] == a || labels[p-1] == 0) && (c == cols-1 || labels[p+1] == a || labels[p+1] == 0) &&
+					(row == 0 || labels[p-cols] == a || labels[p-cols] == 0) && (row == rows-1 || labels[p+cols] == a || labels[p+cols] == 0) {
+					continue
+				}
+				mark(next, p) // on a boundary: a candidate of the next sweep whatever happens
+				ra := find(id[p])
+				if size[ra]-1 < minKeep {
+					continue
+				}
+				f := feat[p*dim : (p+1)*dim]
+				best, bestD, bestQ := a, dist2Centre(f, mean[int(a)*dim:]), -1
+				for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
+					switch {
+					case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
+						continue
+					}
+					b := labels[q]
+					if b == 0 || b == a || cnt[b] == 0 {
+						continue
+					}
+					if d := dist2Centre(f, mean[int(b)*dim:]); d < bestD {
+						best, bestD, bestQ = b, d, q
+					}
+				}
+				if best == a || !staysConnected(labels, cols, rows, c, row) {
+					continue
+				}
+				size[ra]--
+				cnt[a]--
+				cnt[best]++
+				labels[p] = best
+				id[p] = id[bestQ]
+				size[find(id[p])]++
+				moved++
+				// Its neighbours may now lie on a boundary: those after it
+				// in this sweep, all of them in the next; and it may join
+				// regions of its new zone.
+				for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
+					switch {
+					case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
+						continue
+					}
+					mark(next, q)
+					if q > p {
+						mark(cand, q)
+					}
+					if labels[q] == best && q != bestQ {
+						joins = append(joins, [2]int32{id[p], id[q]})
+					}
 				}
 			}
-			if best == a || !staysConnected(labels, cols, rows, c, row) {
-				continue
-			}
-			size[id[p]]--
-			labels[p] = best
-			id[p] = id[bestQ]
-			size[id[p]]++
-			moved++
 		}
+		for _, j := range joins {
+			if a, b := find(j[0]), find(j[1]); a != b {
+				parent[b] = a
+				size[a] += size[b]
+			}
+		}
+		joins = joins[:0]
+		cand, next = next, cand // cand is all zero again: the next sweep's next
 		if moved == 0 {
 			break
 		}
 	}
-	return nil
+	return examined, nil
+}
+
+// safeIntervals returns, for each zone l of one-feature means (zones
+// without pixels have no mean), the interval [lo, hi] = out[2l], out[2l+1]
+// of the values that are no farther from l's mean than from any other
+// zone's: the midpoints to the closest means below and above, moved
+// inwards by far more than their rounding error, so that in exact
+// arithmetic, and hence after the monotone rounding of dist2Centre, no
+// zone is strictly closer. A zone whose mean another zone shares gets
+// that zone's distance, never strictly less, so it does not narrow the
+// interval.
+func safeIntervals(out, mean, cnt []float64, k int) []float64 {
+	out = append(out[:0], make([]float64, 2*(k+1))...)
+	for a := 1; a <= k; a++ {
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if cnt[a] > 0 {
+			ma := mean[a]
+			for b := 1; b <= k; b++ {
+				mb := mean[b]
+				if b == a || cnt[b] == 0 || mb == ma {
+					continue
+				}
+				mid := ma + (mb-ma)/2
+				margin := 1e-12*(math.Abs(ma)+math.Abs(mb)) + 1e-300
+				if mb < ma {
+					lo = max(lo, mid+margin)
+				} else {
+					hi = min(hi, mid-margin)
+				}
+			}
+		} else {
+			lo, hi = math.Inf(1), math.Inf(-1) // never safe (no pixel can have it)
+		}
+		out[2*a], out[2*a+1] = lo, hi
+	}
+	return out
+}
+
+// zoneMeans sets mean to the zones' mean feature vectors (labels 1..k; 0
+// and NaN features skipped), summing in raster order; cnt holds the zones'
+// clustered pixels.
+func zoneMeans(mean, cnt []float64, labels []int32, feat []float64, dim, k int) {
+	clear(mean)
+	if dim == 1 {
+		// The sum of the current run of equal labels stays in a register:
+		// the same additions in the same order, without a store and a
+		// load between two of them.
+		cur, s := int32(0), 0.0
+		for i, l := range labels {
+			f := feat[i]
+			if l == 0 || math.IsNaN(f) {
+				continue
+			}
+			if l != cur {
+				mean[cur] = s
+				cur, s = l, mean[l]
+			}
+			s += f
+		}
+		mean[cur] = s
+		mean[0] = 0
+	} else {
+		for i, l := range labels {
+			if l == 0 || math.IsNaN(feat[i*dim]) {
+				continue
+			}
+			for d := range dim {
+				mean[int(l)*dim+d] += feat[i*dim+d]
+			}
+		}
+	}
+	for l := 1; l <= k; l++ {
+		for d := range dim {
+			if cnt[l] > 0 {
+				mean[l*dim+d] /= cnt[l]
+			}
+		}
+	}
 }
 
 // staysConnected reports whether the 4-neighbours of pixel (c, r) with its

@@ -79,7 +79,7 @@ func TestRegionLabellerMatchesFloodFill(t *testing.T) {
 // zeros, infinities, subnormals; with a NaN it falls back to slices.Sort.
 func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 100, 5000, 100000} {
+	for _, n := range []int{0, 1, 100, 5000, 100000, 1<<16 + 1} { // the last one in two halves
 		x := make([]float64, n)
 		for i := range x {
 			switch rng.IntN(10) {
@@ -100,4 +100,29 @@ func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	x = append(x, make([]float64, 5000)...)
 	sortFloats(x)
 	require.True(t, math.IsNaN(x[0]))
+}
+
+// sortedCopy leaves its source alone and sums the sorted values in order
+// (bit for bit the loop over the sorted slice), short, long and split in
+// halves.
+func TestSortedCopySum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{10, 5000, 1<<16 + 3} {
+		src := make([]float64, n)
+		for i := range src {
+			src[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
+		}
+		orig := slices.Clone(src)
+		dst := make([]float64, n)
+		sum := sortedCopy(dst, src)
+		require.Equal(t, orig, src)
+		want := slices.Clone(src)
+		slices.Sort(want)
+		require.Equal(t, want, dst)
+		var s float64
+		for _, v := range want {
+			s += v
+		}
+		require.Equal(t, math.Float64bits(s), math.Float64bits(sum), "n = %d", n)
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/paulmach/orb"
 
 	"github.com/cropkit/cropkit/geo"
-	"github.com/cropkit/cropkit/geo/crs"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // Request is everything one zone map needs (see Run).
@@ -47,26 +47,25 @@ func Run(ctx context.Context, req Request) (*Collection, error) {
 	if len(req.Outline) == 0 {
 		return nil, fmt.Errorf("%w: no outline", ErrInvalidOptions)
 	}
-	mask, err := FieldMask(req.Outline, req.Grid)
+	mask, outline, err := fieldMask(req.Outline, req.Grid)
 	if err != nil {
 		return nil, fmt.Errorf("field pixels: %w", err)
 	}
 	opts := req.Options
 	tol := opts.SimplifyTolerance
 	opts.SimplifyTolerance = 0 // simplified after tiling, outline kept
-	res, err := Compute(ctx, req.Grid, mask, req.Layers, opts)
+	// What the tiling needs of the outline alone is prepared on the other
+	// core while the zones are computed.
+	var prep panicgroup.Group
+	var tl tiling
+	prep.Go(func() { tl = prepareTiling(req.Grid, outline) })
+	// The polygons come from TileOutline: Compute's would be thrown away.
+	res, err := partition(ctx, req.Grid, mask, req.Layers, opts, defaultPipeline())
+	prep.Wait()
 	if err != nil {
 		return nil, err
 	}
-	t, err := crs.New(4326, req.Grid.EPSG)
-	if err != nil {
-		return nil, fmt.Errorf("project outline to EPSG:%d: %w", req.Grid.EPSG, err)
-	}
-	outline, err := geo.Transform(req.Outline, t)
-	if err != nil {
-		return nil, fmt.Errorf("project outline to EPSG:%d: %w", req.Grid.EPSG, err)
-	}
-	if err := res.TileOutline(outline); err != nil {
+	if err := res.tileOutline(outline, tl); err != nil {
 		return nil, err
 	}
 	if tol > 0 {
@@ -99,14 +98,23 @@ func Run(ctx context.Context, req Request) (*Collection, error) {
 // zones' AreaHa become their clipped areas, so doses weight the real areas,
 // and r.Outline is set (Collection's Boundary).
 func (r *Result) TileOutline(outline orb.MultiPolygon) error {
-	g := r.Grid
+	return r.tileOutline(outline, prepareTiling(r.Grid, outline))
+}
+
+// tiling is what TileOutline needs of the outline and the grid alone.
+type tiling struct {
+	pg  geo.Grid   // the padded grid (tileGrid)
+	off geo.Window // where the grid's pixel (0, 0) lies in pg
+	// ext marks the pixels of pg the outline touches, dilated by one.
+	ext []bool
+	err error
+}
+
+// prepareTiling is the label-independent part of TileOutline.
+func prepareTiling(g geo.Grid, outline orb.MultiPolygon) tiling {
 	pg, off, err := tileGrid(g, outline)
 	if err != nil {
-		return fmt.Errorf("tile zones to the outline: %w", err)
-	}
-	labels := make([]int32, pg.Cols*pg.Rows)
-	for row := range g.Rows {
-		copy(labels[(row+off.Row)*pg.Cols+off.Col:], r.Labels[row*g.Cols:(row+1)*g.Cols])
+		return tiling{err: err}
 	}
 	touched := geo.RasterizeAllTouched(outline, pg)
 	// Dilated by one pixel: RasterizeAllTouched ignores an outline entering
@@ -126,6 +134,20 @@ func (r *Result) TileOutline(outline orb.MultiPolygon) error {
 				}
 			}
 		}
+	}
+	return tiling{pg: pg, off: off, ext: ext}
+}
+
+// tileOutline is TileOutline with the outline's part prepared (tl.ext is
+// used up).
+func (r *Result) tileOutline(outline orb.MultiPolygon, tl tiling) error {
+	if tl.err != nil {
+		return fmt.Errorf("tile zones to the outline: %w", tl.err)
+	}
+	g, pg, off, ext := r.Grid, tl.pg, tl.off, tl.ext
+	labels := make([]int32, pg.Cols*pg.Rows)
+	for row := range g.Rows {
+		copy(labels[(row+off.Row)*pg.Cols+off.Col:], r.Labels[row*g.Cols:(row+1)*g.Cols])
 	}
 	for i, l := range labels {
 		if l > 0 {

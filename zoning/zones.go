@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/cropkit/cropkit/geo"
+	"github.com/cropkit/cropkit/internal/panicgroup"
 )
 
 // MaxZones bounds the number of zones a request may ask for.
@@ -221,6 +222,23 @@ func defaultPipeline() pipeline {
 }
 
 func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options, pipe pipeline) (*Result, error) {
+	res, err := partition(ctx, grid, mask, layers, opts, pipe)
+	if err != nil {
+		return nil, err
+	}
+	res.Polygons = polygonize(res.Labels, grid)
+	if opts.SimplifyTolerance > 0 {
+		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance, false)
+	}
+	res.Quality.Polygons = len(res.Polygons)
+	res.Quality.SmallestZoneHa, res.Quality.SmallestPolygonHa = smallestAreas(res.Zones, res.Polygons)
+	return res, nil
+}
+
+// partition is computeWith up to the zones: their labels, statistics and
+// variance reduction, without polygons (Run traces them clipped to the
+// outline instead).
+func partition(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer, opts Options, pipe pipeline) (*Result, error) {
 	n := grid.Cols * grid.Rows
 	if grid.Cols <= 0 || grid.Rows <= 0 || grid.DX <= 0 || grid.DY <= 0 {
 		return nil, fmt.Errorf("%w: empty or malformed grid %+v", ErrInvalidOptions, grid)
@@ -296,6 +314,18 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 	// Beyond searchPixels the search is cut to one start and one
 	// post-processing, to keep large fields fast (O(pixels) passes).
 	small := pipe.searchPixels <= 0 || len(idx) <= pipe.searchPixels
+	// The sieve and refinement compare the unsmoothed features per pixel
+	// (without smoothing, the ones clustered), spread on the other core
+	// while k-means runs.
+	var spread panicgroup.Group
+	var feat []float64
+	spread.Go(func() {
+		if opts.Smooth < 1 {
+			feat = scatterFeatures(features, len(used), idx, n)
+		} else {
+			feat = pixelFeatures(used, idx, n)
+		}
+	})
 	var starts []KMeansResult
 	if len(used) == 1 && len(idx) <= maxExact1D {
 		var km KMeansResult
@@ -305,6 +335,7 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 	if len(starts) == 0 || (pipe.lloydToo && small) {
 		km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed, Restarts: opts.Restarts})
 		if err != nil {
+			spread.Wait()
 			return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
 		}
 		starts = append(starts, km)
@@ -315,6 +346,7 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 		for s := range uint64(pipe.extraStarts) {
 			km, err := KMeans(ctx, features, len(used), opts.Zones, KMeansOptions{Seed: opts.Seed + 1 + s, Restarts: 1})
 			if err != nil {
+				spread.Wait()
 				return nil, fmt.Errorf("cluster %d pixels: %w", len(idx), err)
 			}
 			starts = append(starts, km)
@@ -326,7 +358,7 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 		// cannot hold exactly 0.1 ha, and rounding up would ask 11 pixels.
 		minPixels = max(1, int(math.Round(opts.MinAreaHa*10000/grid.PixelArea())))
 	}
-	feat := pixelFeatures(used, idx, n)
+	spread.Wait()
 	variants := pipe.variants
 	if len(variants) == 0 || !small {
 		variants = []variant{pipe.variant}
@@ -344,8 +376,10 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 			if err != nil {
 				return nil, err
 			}
-			c := candidate{labels: l, vr: featureVR(l, feat, len(used), opts.Zones)}
+			c := candidate{labels: l}
+			// A single candidate wins whatever its scores (large fields).
 			if len(variants)*len(starts) > 1 {
+				c.vr = featureVR(l, feat, len(used), opts.Zones)
 				_, c.regions = countRegions(l, grid.Cols, grid.Rows)
 			}
 			cands = append(cands, c)
@@ -399,17 +433,11 @@ func computeWith(ctx context.Context, grid geo.Grid, mask []bool, layers []Layer
 
 	zones := numberZones(labels, layers[valueLayer].Values, opts.Zones, grid.PixelArea())
 	res := &Result{Grid: grid, Labels: labels, Zones: zones, Inertia: inertia, Clustered: len(idx)}
-	res.Polygons = polygonize(labels, grid)
-	if opts.SimplifyTolerance > 0 {
-		res.Polygons, res.Simplified = simplifyShared(res.Polygons, opts.SimplifyTolerance, false)
-	}
 	res.Quality = Quality{
 		VarianceReduction: varianceReduction(labels, layers[valueLayer].Values, len(zones)),
 		Pixels:            len(idx),
 		Zones:             len(zones),
-		Polygons:          len(res.Polygons),
 	}
-	res.Quality.SmallestZoneHa, res.Quality.SmallestPolygonHa = smallestAreas(zones, res.Polygons)
 	return res, nil
 }
 
@@ -554,17 +582,35 @@ func standardize(layers []Layer, idx []int) []float64 {
 // labelled pixel in breadth-first (4-neighbour) order, walking through any
 // pixel so that parts of the mask without data are reached too.
 func fillNearest(labels []int32, mask []bool, cols, rows int) {
-	queue := make([]int32, 0, len(labels))
-	seen := make([]bool, len(labels))
+	// The queue starts with the labelled pixels in raster order, as a
+	// breadth-first search from all of them would, but only those next to
+	// an unlabelled pixel: the others have nothing to give. A pixel is
+	// reached once, when it takes a label, so "labelled" is "seen". One
+	// pass finds them, counts the mask pixels to fill and notes labels
+	// outside the mask (cleared at the end).
 	missing := 0
-	for i, l := range labels {
-		if l != 0 {
-			queue = append(queue, int32(i))
-			seen[i] = true
-		} else if mask[i] {
-			missing++
+	labelledOutside := false
+	var queue []int32
+	for r := range rows {
+		row := labels[r*cols : (r+1)*cols]
+		for c, l := range row {
+			p := r*cols + c
+			if l == 0 {
+				if mask[p] {
+					missing++
+				}
+				continue
+			}
+			if !mask[p] {
+				labelledOutside = true
+			}
+			if (c > 0 && row[c-1] == 0) || (c < cols-1 && row[c+1] == 0) ||
+				(r > 0 && labels[p-cols] == 0) || (r < rows-1 && labels[p+cols] == 0) {
+				queue = append(queue, int32(p))
+			}
 		}
 	}
+	frontier := len(queue)
 	for head := 0; head < len(queue) && missing > 0; head++ {
 		p := int(queue[head])
 		c, r := p%cols, p/cols
@@ -583,10 +629,9 @@ func fillNearest(labels []int32, mask []bool, cols, rows int) {
 			nb[m], m = p+cols, m+1
 		}
 		for _, q := range nb[:m] {
-			if seen[q] {
+			if labels[q] != 0 {
 				continue
 			}
-			seen[q] = true
 			labels[q] = labels[p]
 			if mask[q] {
 				missing--
@@ -594,9 +639,19 @@ func fillNearest(labels []int32, mask []bool, cols, rows int) {
 			queue = append(queue, int32(q))
 		}
 	}
-	for i, in := range mask {
-		if !in {
-			labels[i] = 0
+	// Outside the mask only the pixels labelled here, or labelled before
+	// when some were, carry a label to clear.
+	if labelledOutside {
+		for i, in := range mask {
+			if !in {
+				labels[i] = 0
+			}
+		}
+		return
+	}
+	for _, q := range queue[frontier:] {
+		if !mask[q] {
+			labels[q] = 0
 		}
 	}
 }
@@ -659,8 +714,12 @@ func numberZones(labels []int32, values []float64, k int, pixelArea float64) []Z
 // per pixel (len(layers) values each, NaN at pixels not clustered): what
 // the sieve compares zones by.
 func pixelFeatures(layers []Layer, idx []int, n int) []float64 {
-	dim := len(layers)
-	f := standardize(layers, idx)
+	return scatterFeatures(standardize(layers, idx), len(layers), idx, n)
+}
+
+// scatterFeatures spreads the features f of the pixels idx (dim values
+// each) over the n pixels, NaN at the others.
+func scatterFeatures(f []float64, dim int, idx []int, n int) []float64 {
 	out := make([]float64, n*dim)
 	for i := range out {
 		out[i] = math.NaN()
@@ -689,12 +748,20 @@ func postProcess(ctx context.Context, kmLabels []int32, idx []int, features, fea
 		if v.mergeByValue {
 			sieve.Values, sieve.Dim = feat, dim
 		}
-		for range max(v.sievePasses, 1) {
-			before := slices.Clone(labels)
+		passes := max(v.sievePasses, 1)
+		if !v.intoLarge {
+			passes = 1
+		}
+		var before []int32
+		for pass := range passes {
+			again := pass+1 < passes // another pass follows unless this one changes nothing
+			if again {
+				before = append(before[:0], labels...)
+			}
 			if err := geo.SieveWithOptions(labels, grid.Cols, grid.Rows, sieve); err != nil {
 				return nil, fmt.Errorf("sieve zones: %w", err)
 			}
-			if !v.intoLarge || slices.Equal(before, labels) {
+			if !again || slices.Equal(before, labels) {
 				break
 			}
 		}

@@ -567,6 +567,16 @@ func TestMeanValues(t *testing.T) {
 	assert.True(t, math.IsNaN(m[2]))
 	_, err = MeanValues([]float64{1}, []float64{1, 2})
 	assert.Error(t, err)
+	// One image: its values, as the sums would give them (infinities
+	// missing, −0 as 0), in a new slice.
+	one := []float64{1, nan, math.Inf(1), math.Copysign(0, -1), -2.5}
+	m, err = MeanValues(one)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{1, -2.5}, []float64{m[0], m[4]})
+	assert.True(t, math.IsNaN(m[1]) && math.IsNaN(m[2]))
+	assert.False(t, math.Signbit(m[3]), "−0 + nothing is +0")
+	m[0] = 7
+	assert.Equal(t, 1.0, one[0], "the image is not modified through the mean")
 	_, err = MeanValues()
 	assert.Error(t, err)
 }

@@ -161,7 +161,7 @@ func (a *Archive) Authenticate(ctx context.Context, token string) (User, Token, 
 	if token == "" {
 		return User{}, Token{}, errorf(ErrUnauthenticated, "missing token: send Authorization: Bearer <token> or the token parameter")
 	}
-	u, t, err := a.userByToken(ctx, tokenHash(token), time.Now())
+	u, t, err := a.userByToken(ctx, sha256.Sum256([]byte(token)), time.Now())
 	if errors.Is(err, ErrNotFound) {
 		return User{}, Token{}, errorf(ErrUnauthenticated, "invalid, expired or revoked token")
 	}

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"crypto/sha256"
 
 	"github.com/cropkit/cropkit/imagery"
 )
@@ -26,6 +27,6 @@ func (a *Archive) CachesReads() bool { return a.cache != nil }
 
 // TokenCached reports whether token's account is in the token cache.
 func (a *Archive) TokenCached(token string) bool {
-	_, ok := a.cache.tokens.get(tokenHash(token))
+	_, ok := a.cache.tokens.get(sha256.Sum256([]byte(token)))
 	return ok
 }

@@ -23,3 +23,14 @@ type GenerationStore interface {
 	// BumpGenerations adds auth and data to the counters.
 	BumpGenerations(ctx context.Context, auth, data int64) error
 }
+
+// GenerationPeeker is an optional part of a GenerationStore: a check that
+// needs no query while nothing changes (archive/store implements it on
+// SQLite by looking at the WAL index the database's processes share).
+type GenerationPeeker interface {
+	// UnchangedGenerations returns what the last Generations call
+	// returned when the store can tell, without a query, that nothing was
+	// committed since that call began: then the answer is current as of
+	// this call, by any process. ok false means: call Generations.
+	UnchangedGenerations() (g Generations, ok bool)
+}

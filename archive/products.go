@@ -167,7 +167,7 @@ func (img Image) MeanVariation() (float64, *string) { return meanVariation(img.P
 
 // File reads the image's png or json as stored in its date's bundle.
 func (a *Archive) File(ctx context.Context, img Image, ext string) ([]byte, error) {
-	return a.cachedDoc(docKey{bundle: img.Product.Bundle, file: img.Index + "." + ext}, func() ([]byte, error) {
+	return a.cachedDoc(docKey{bundle: img.Product.Bundle, index: img.Index, kind: ext}, func() ([]byte, error) {
 		return a.readFile(ctx, img, ext)
 	})
 }
@@ -210,7 +210,7 @@ func (a *Archive) ReportJSON(ctx context.Context, img Image) ([]byte, error) {
 		p = *prev
 	}
 	// The answer, not only the stored document, is kept: a download is then a map lookup.
-	return a.cachedDoc(docKey{bundle: img.Product.Bundle, file: img.Index + ".json answer", prev: p, variation: mv}, func() ([]byte, error) {
+	return a.cachedDoc(docKey{bundle: img.Product.Bundle, index: img.Index, kind: "json answer", prev: p, variation: mv}, func() ([]byte, error) {
 		doc, err := a.readFile(ctx, img, "json")
 		if err != nil {
 			return nil, err

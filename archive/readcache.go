@@ -2,6 +2,8 @@ package archive
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"runtime"
 	"slices"
 	"sync"
@@ -19,8 +21,11 @@ import (
 // request: a caller waits for a generation read that began after it asked
 // (freshness.current), so a change committed before a request arrives, by
 // any process, is always seen, while 50 concurrent requests share one
-// small query. Entries also expire after cacheTTL, which bounds what a
-// process that crashed between a commit and its bump could leave stale.
+// small query. A store that can tell without a query that nothing was
+// committed since its last read (GenerationPeeker: SQLite's WAL index)
+// spares the request even that wait. Entries also expire after cacheTTL,
+// which bounds what a process that crashed between a commit and its bump
+// could leave stale.
 //
 // Documents are keyed by their bundle, whose name changes with every
 // re-ingestion (versioned names), so they need no generation at all.
@@ -45,12 +50,17 @@ const (
 // change generations.
 type readCache struct {
 	store  GenerationStore
+	peek   GenerationPeeker // nil when the store has no query-free check
 	fresh  freshness
-	tokens boundedMap[string, tokenEntry]
+	tokens boundedMap[tokenKey, tokenEntry]
 	fields boundedMap[fieldKey, fieldEntry]
 	prods  boundedMap[prodKey, prodEntry]
 	docs   docCache
 }
+
+// tokenKey is a token's SHA-256: the hash the store keeps, before its hex
+// encoding (needed only to ask the store).
+type tokenKey [sha256.Size]byte
 
 type tokenEntry struct {
 	user  User
@@ -87,6 +97,7 @@ func newReadCache(st Store) *readCache {
 		return nil
 	}
 	c := &readCache{store: gs}
+	c.peek, _ = st.(GenerationPeeker)
 	c.fresh.gap = generationGap
 	c.fresh.read = func() (Generations, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), generationReadTimeout)
@@ -117,11 +128,23 @@ func (a *Archive) Fresh(ctx context.Context) context.Context {
 	if _, ok := ctx.Value(genKey{}).(Generations); ok {
 		return ctx
 	}
-	g, err := a.cache.fresh.current(ctx)
+	g, err := a.cache.now(ctx)
 	if err != nil {
 		return ctx
 	}
 	return context.WithValue(ctx, genKey{}, g)
+}
+
+// now is the store's generations as of now: from the store's query-free
+// check when it can tell nothing changed, else from a shared read that
+// began after the call (freshness).
+func (c *readCache) now(ctx context.Context) (Generations, error) {
+	if c.peek != nil {
+		if g, ok := c.peek.UnchangedGenerations(); ok {
+			return g, nil
+		}
+	}
+	return c.fresh.current(ctx)
 }
 
 // current is the generations to check cached entries against for ctx
@@ -133,7 +156,7 @@ func (c *readCache) current(ctx context.Context) (Generations, bool) {
 	if g, ok := ctx.Value(genKey{}).(Generations); ok {
 		return g, true
 	}
-	g, err := c.fresh.current(ctx)
+	g, err := c.now(ctx)
 	return g, err == nil
 }
 
@@ -163,19 +186,6 @@ func (a *Archive) changed(ctx context.Context, auth, data bool) {
 		a.log.ErrorContext(ctx, "read caches: bump change generations (other processes' caches expire within their TTL)",
 			"err", err, "ttl", cacheTTL)
 	}
-}
-
-// cachedToken is the cached account of a token hash valid at now.
-func (c *readCache) cachedToken(ctx context.Context, hash string, now time.Time) (User, Token, int64, bool) {
-	g, ok := c.current(ctx)
-	if !ok {
-		return User{}, Token{}, 0, false
-	}
-	e, hit := c.tokens.get(hash)
-	if hit && e.gen == g.Auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
-		return e.user, e.token, g.Auth, true
-	}
-	return User{}, Token{}, g.Auth, false
 }
 
 // --- freshness: coalesced generation reads ---
@@ -315,10 +325,11 @@ type docCache struct {
 }
 
 // docKey names a document: a bundle (whose name changes with its content),
-// a file of it, and what the answer adds (mean variation and its date).
+// a file of it (an index and a kind: its png, json, or the json answer),
+// and what the answer adds (mean variation and its date).
 type docKey struct {
-	bundle, file, prev string
-	variation          float64
+	bundle, index, kind, prev string
+	variation                 float64
 }
 
 func (d *docCache) init(budget int) { d.m, d.budget = map[docKey][]byte{}, budget }
@@ -356,17 +367,17 @@ func cloneProducts(ps []Product) []Product { return slices.Clone(ps) }
 // --- the cached reads ---
 
 // userByToken is store.UserByToken through the token cache.
-func (a *Archive) userByToken(ctx context.Context, hash string, now time.Time) (User, Token, error) {
+func (a *Archive) userByToken(ctx context.Context, key tokenKey, now time.Time) (User, Token, error) {
 	g, cached := a.cache.current(ctx)
 	if cached {
-		e, hit := a.cache.tokens.get(hash)
+		e, hit := a.cache.tokens.get(key)
 		if hit && e.gen == g.Auth && now.Sub(e.at) < cacheTTL && (e.token.Expires.IsZero() || now.Before(e.token.Expires)) {
 			return e.user, e.token, nil
 		}
 	}
-	u, t, err := a.store.UserByToken(ctx, hash, now)
+	u, t, err := a.store.UserByToken(ctx, hex.EncodeToString(key[:]), now)
 	if err == nil && cached {
-		a.cache.tokens.put(hash, tokenEntry{user: u, token: t, gen: g.Auth, at: now})
+		a.cache.tokens.put(key, tokenEntry{user: u, token: t, gen: g.Auth, at: now})
 	}
 	return u, t, err
 }

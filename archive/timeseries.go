@@ -14,7 +14,7 @@ import (
 	"github.com/cropkit/cropkit/api"
 	"github.com/cropkit/cropkit/imagery"
 	"github.com/cropkit/cropkit/timeseries"
-	"github.com/cropkit/cropkit/webhook/sqlstore"
+	"github.com/cropkit/cropkit/webhook"
 )
 
 // MaxSeriesDays bounds a daily series' span (one element per day).
@@ -270,7 +270,7 @@ const EventRenotifyDays = 60
 // notifications (on) or out of them. ErrNotFound for another user's.
 func (a *Archive) SetWebhookEvents(ctx context.Context, u User, id int64, on bool) error {
 	err := a.hooks.outbox.Subscribe(ctx, u.Name, id, api.EventTopic, on)
-	if errors.Is(err, sqlstore.ErrNotFound) {
+	if errors.Is(err, webhook.ErrRegistrationNotFound) {
 		return NotFound("webhook %d not found", id)
 	}
 	return err

@@ -233,6 +233,14 @@ func (r *ramp) color(v float64) color.RGBA {
 	if t >= r.last {
 		return r.scale[len(r.scale)-1]
 	}
+	return r.interpolate(t)
+}
+
+// interpolate is the colour at stop position t, 0 ≤ t < r.last. Each
+// channel is a non-decreasing or non-increasing function of t between two
+// stops (every step, the rounding of float64 arithmetic included, is
+// monotonic), which is what makes colourTable exact.
+func (r *ramp) interpolate(t float64) color.RGBA {
 	i := int(t)
 	f := t - float64(i)
 	a, b := r.scale[i], r.scale[i+1]

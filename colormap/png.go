@@ -39,13 +39,15 @@ type PNGOptions struct {
 	CompressionLevel png.CompressionLevel
 }
 
-// Encoder renders PNGs and keeps its deflate writers and pixel buffers
-// between calls, which makes rendering thousands of small field images cheap.
+// Encoder renders PNGs and keeps its deflate writers, pixel buffers and the
+// colour tables of the ramps it rendered (colourTable) between calls, which
+// makes rendering thousands of small field images cheap.
 // The zero value is ready to use; an Encoder is safe for concurrent use and
 // must not be copied after first use.
 type Encoder struct {
 	zw      [3]sync.Pool // of *zlib.Writer, by zlibLevel index
 	scratch sync.Pool    // of *scratch
+	tables  colourTables // of the ramps rendered so far
 }
 
 // NewEncoder returns an Encoder with empty pools.
@@ -76,12 +78,12 @@ func (e *Encoder) Encode(w io.Writer, values []float64, cols, rows int, c Colorm
 		s = &scratch{}
 	}
 	defer e.scratch.Put(s)
-	if err := s.render(values, cols, rows, c, upscale); err != nil {
+	if err := s.render(values, cols, rows, c, upscale, &e.tables); err != nil {
 		return err
 	}
 	li, level := zlibLevel(opts.CompressionLevel)
 	zw, _ := e.zw[li].Get().(*zlib.Writer)
-	if err := s.writePNG(w, &zw, level); err != nil {
+	if err := s.writePNG(w, values, &zw, level); err != nil {
 		return fmt.Errorf("encode png %dx%d: %w", cols*upscale, rows*upscale, err)
 	}
 	e.zw[li].Put(zw)
@@ -107,7 +109,7 @@ func Image(values []float64, cols, rows int, c Colormap, upscale int) (image.Ima
 		upscale = 1
 	}
 	var s scratch
-	if err := s.render(values, cols, rows, c, upscale); err != nil {
+	if err := s.render(values, cols, rows, c, upscale, nil); err != nil {
 		return nil, err
 	}
 	w, h := cols*upscale, rows*upscale
@@ -120,7 +122,11 @@ func Image(values []float64, cols, rows int, c Colormap, upscale int) (image.Ima
 		pix := upscalePix(s.idx, cols, rows, 1, upscale)
 		return &image.Paletted{Pix: pix, Stride: w, Rect: rect, Palette: pal}, nil
 	}
-	pix := upscalePix(s.rgba, cols, rows, 4, upscale)
+	rgba := make([]uint8, 4*cols*rows)
+	for y := range rows {
+		s.rgbaRow(rgba[4*y*cols:4*(y+1)*cols], values[y*cols:(y+1)*cols], y)
+	}
+	pix := upscalePix(rgba, cols, rows, 4, upscale)
 	return &image.NRGBA{Pix: pix, Stride: 4 * w, Rect: rect}, nil
 }
 
@@ -130,15 +136,23 @@ type scratch struct {
 	paletted            bool
 	hasNaN              bool
 	idx                 []uint8 // palette index per value, when paletted
-	rgba                []uint8 // 4 bytes per value, when not paletted
-	palette             []color.NRGBA
-	lookup              paletteLookup
-	line                []uint8 // one output scanline, filter byte first
-	idat                idatWriter
+	// rgb holds the rows of an RGB render as PNG scanlines: a filter byte
+	// (0, none) then 3 bytes per value, NaN as the colour key.
+	rgb []uint8
+	// key is the RGB colour of NaN values in rgb; keyOK is false when every
+	// candidate key is a colour of the image (then the PNG is RGBA).
+	key     [3]uint8
+	keyOK   bool
+	rgba    []uint8 // one RGBA row, for the RGBA form
+	palette []color.NRGBA
+	lookup  paletteLookup
+	line    []uint8 // one output scanline, filter byte first
+	idat    idatWriter
 }
 
-// render colours values into s.
-func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale int) error {
+// render colours values into s, through the ramp's table in tables when
+// there is one (the same colours as ramp.color, faster).
+func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale int, tables *colourTables) error {
 	if err := checkRaster(len(values), cols, rows, upscale); err != nil {
 		return err
 	}
@@ -147,6 +161,10 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 	}
 	s.cols, s.rows, s.upscale = cols, rows, upscale
 	r := newRamp(c)
+	var tab *colourTable
+	if tables != nil {
+		tab = tables.get(&r)
+	}
 	n := cols * rows
 	s.idx = grow(s.idx, n)
 	s.lookup.reset()
@@ -162,30 +180,102 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 		}
 	}
 	// Colour into palette indices while the colours fit; on the 257th colour
-	// switch to RGBA, back-filling the pixels done so far from the palette.
+	// switch to RGB scanlines, back-filling the pixels done so far from the
+	// palette.
 	s.paletted = true
-	for i, v := range values {
-		col := r.color(v)
-		if s.paletted {
-			k, ok := s.lookup.index(col, len(s.palette))
-			if ok {
-				if int(k) == len(s.palette) {
-					s.palette = append(s.palette, color.NRGBA(col))
-				}
-				s.idx[i] = k
-				continue
-			}
+	i := 0
+	for ; i < n; i++ {
+		col := colourOf(tab, &r, values[i])
+		k, ok := s.lookup.index(col, len(s.palette))
+		if !ok {
 			s.paletted = false
-			s.rgba = grow(s.rgba, 4*n)
-			for j, k := range s.idx[:i] {
-				p := s.palette[k]
-				s.rgba[4*j], s.rgba[4*j+1], s.rgba[4*j+2], s.rgba[4*j+3] = p.R, p.G, p.B, p.A
-			}
+			break
 		}
-		p := s.rgba[4*i : 4*i+4 : 4*i+4]
-		p[0], p[1], p[2], p[3] = col.R, col.G, col.B, col.A
+		if int(k) == len(s.palette) {
+			s.palette = append(s.palette, color.NRGBA(col))
+		}
+		s.idx[i] = k
 	}
+	if s.paletted {
+		return nil
+	}
+	s.renderRGB(values, i, tab, &r)
 	return nil
+}
+
+// colourOf is the colour of v: through the table when there is one.
+func colourOf(tab *colourTable, r *ramp, v float64) color.RGBA {
+	if tab != nil {
+		return tab.color(r, v)
+	}
+	return r.color(v)
+}
+
+// renderRGB writes the RGB scanlines of values into s.rgb: the first from
+// values from the palette and indices rendered so far, the rest coloured.
+// NaN values get the colour key: the first colour (0, 0, b) that no value
+// has, black when it is free, so a viewer that ignores transparency shows
+// the same black as for the paletted form.
+func (s *scratch) renderRGB(values []float64, from int, tab *colourTable, r *ramp) {
+	cols, rows := s.cols, s.rows
+	stride := 1 + 3*cols
+	s.rgb = grow(s.rgb, stride*rows)
+	rgb := s.rgb
+	for y := range rows {
+		rgb[y*stride] = 0 // filter type None
+	}
+	var used [256]bool // which colours (0, 0, b) the values have
+	o, x := 1, 0
+	for i, v := range values {
+		var col color.RGBA
+		if i < from {
+			col = color.RGBA(s.palette[s.idx[i]])
+		} else {
+			col = colourOf(tab, r, v)
+		}
+		if col.R|col.G == 0 && col.A != 0 {
+			used[col.B] = true
+		}
+		d := rgb[o : o+3 : o+3]
+		d[0], d[1], d[2] = col.R, col.G, col.B // NaN: black, the transparent colour's RGB
+		o += 3
+		if x++; x == cols {
+			o, x = o+1, 0
+		}
+	}
+	s.keyOK = false
+	if !s.hasNaN {
+		return
+	}
+	for b, u := range used {
+		if !u {
+			s.key, s.keyOK = [3]uint8{0, 0, uint8(b)}, true
+			break
+		}
+	}
+	if !s.keyOK || s.key == [3]uint8{} {
+		return // NaN is black already, or the PNG is RGBA
+	}
+	for i, v := range values {
+		if v != v {
+			o := (i/cols)*stride + 1 + 3*(i%cols)
+			rgb[o], rgb[o+1], rgb[o+2] = s.key[0], s.key[1], s.key[2]
+		}
+	}
+}
+
+// rgbaRow writes row y of an RGB render as RGBA into dst (4 bytes per
+// value): NaN, values, transparent.
+func (s *scratch) rgbaRow(dst []uint8, values []float64, y int) {
+	src := s.rgb[y*(1+3*s.cols)+1:]
+	for x, v := range values {
+		d := dst[4*x : 4*x+4 : 4*x+4]
+		if v != v {
+			d[0], d[1], d[2], d[3] = 0, 0, 0, 0
+			continue
+		}
+		d[0], d[1], d[2], d[3] = src[3*x], src[3*x+1], src[3*x+2], 0xff
+	}
 }
 
 // checkRaster validates the shape of a render request.
@@ -212,7 +302,7 @@ func upscalePix(src []uint8, cols, rows, bpp, k int) []uint8 {
 	dst := make([]uint8, rowLen*rows*k)
 	for y := range rows {
 		line := dst[y*k*rowLen : (y*k+1)*rowLen]
-		expandRow(line, src[y*cols*bpp:(y+1)*cols*bpp], bpp, bpp, k)
+		expandRow(line, src[y*cols*bpp:(y+1)*cols*bpp], bpp, k)
 		for j := 1; j < k; j++ {
 			copy(dst[(y*k+j)*rowLen:(y*k+j+1)*rowLen], line)
 		}
@@ -220,13 +310,12 @@ func upscalePix(src []uint8, cols, rows, bpp, k int) []uint8 {
 	return dst
 }
 
-// expandRow writes each pixel of src (sbpp bytes apart) k times into dst,
-// keeping the first dbpp bytes of each (dbpp ≤ sbpp ≤ 4).
-func expandRow(dst, src []uint8, sbpp, dbpp, k int) {
+// expandRow writes each bpp-byte pixel of src k times into dst.
+func expandRow(dst, src []uint8, bpp, k int) {
 	switch {
-	case k == 1 && sbpp == dbpp:
+	case k == 1:
 		copy(dst, src)
-	case sbpp == 1:
+	case bpp == 1:
 		o := 0
 		for _, p := range src {
 			row := dst[o : o+k : o+k]
@@ -235,22 +324,12 @@ func expandRow(dst, src []uint8, sbpp, dbpp, k int) {
 			}
 			o += k
 		}
-	case dbpp == 3:
-		o := 0
-		for x := 0; x+3 < len(src); x += sbpp {
-			r, g, b := src[x], src[x+1], src[x+2]
-			for range k {
-				d := dst[o : o+3 : o+3]
-				d[0], d[1], d[2] = r, g, b
-				o += 3
-			}
-		}
 	default:
 		o := 0
-		for x := 0; x < len(src); x += sbpp {
-			px := src[x : x+dbpp]
+		for x := 0; x < len(src); x += bpp {
+			px := src[x : x+bpp]
 			for range k {
-				o += copy(dst[o:o+dbpp], px)
+				o += copy(dst[o:o+bpp], px)
 			}
 		}
 	}

@@ -25,30 +25,19 @@ const (
 
 // writePNG writes the rendered raster in s to w. *zw is a reusable zlib
 // writer of the given level, created when nil.
-func (s *scratch) writePNG(w io.Writer, zw **zlib.Writer, level int) error {
+func (s *scratch) writePNG(w io.Writer, values []float64, zw **zlib.Writer, level int) error {
 	width, height := s.cols*s.upscale, s.rows*s.upscale
 	var ctype uint8
-	var src []uint8
-	sbpp, dbpp := 1, 1
-	var key [3]uint8
 	useKey := false
 	switch {
 	case s.paletted:
-		ctype, src = ctPaletted, s.idx
+		ctype = ctPaletted
 	case !s.hasNaN:
-		ctype, src, sbpp, dbpp = ctRGB, s.rgba, 4, 3
+		ctype = ctRGB
+	case s.keyOK:
+		ctype, useKey = ctRGB, true
 	default:
-		src, sbpp = s.rgba, 4
-		if key, useKey = s.freeKey(); useKey {
-			ctype, dbpp = ctRGB, 3
-			for i := 0; i < len(src); i += 4 {
-				if src[i+3] == 0 {
-					src[i], src[i+1], src[i+2] = key[0], key[1], key[2]
-				}
-			}
-		} else {
-			ctype, dbpp = ctRGBA, 4
-		}
+		ctype = ctRGBA
 	}
 
 	// Signature, IHDR, PLTE and tRNS in one write.
@@ -71,7 +60,7 @@ func (s *scratch) writePNG(w io.Writer, zw **zlib.Writer, level int) error {
 			hdr = appendChunk(hdr, "tRNS", []uint8{0})
 		}
 	case useKey:
-		hdr = appendChunk(hdr, "tRNS", []uint8{0, key[0], 0, key[1], 0, key[2]})
+		hdr = appendChunk(hdr, "tRNS", []uint8{0, s.key[0], 0, s.key[1], 0, s.key[2]})
 	}
 	if _, err := w.Write(hdr); err != nil {
 		return err
@@ -88,17 +77,8 @@ func (s *scratch) writePNG(w io.Writer, zw **zlib.Writer, level int) error {
 	} else {
 		(*zw).Reset(&s.idat)
 	}
-	rowLen := 1 + width*dbpp
-	s.line = grow(s.line, rowLen)
-	s.line[0] = 0 // filter type None
-	srcRow := s.cols * sbpp
-	for y := range s.rows {
-		expandRow(s.line[1:], src[y*srcRow:(y+1)*srcRow], sbpp, dbpp, s.upscale)
-		for range s.upscale {
-			if _, err := (*zw).Write(s.line); err != nil {
-				return err
-			}
-		}
+	if err := s.writeRows(*zw, ctype, values); err != nil {
+		return err
 	}
 	if err := (*zw).Close(); err != nil {
 		return err
@@ -110,23 +90,43 @@ func (s *scratch) writePNG(w io.Writer, zw **zlib.Writer, level int) error {
 	return err
 }
 
-// freeKey finds an RGB colour absent from s.rgba to serve as the
-// transparent colour key: the first free colour of the family (0, 0, b),
-// black when it is free, so a viewer that ignores transparency shows the
-// same black as for the paletted form. It fails only when all 256 are used.
-func (s *scratch) freeKey() ([3]uint8, bool) {
-	var used [256]bool
-	for i := 0; i < len(s.rgba); i += 4 {
-		if s.rgba[i] == 0 && s.rgba[i+1] == 0 && s.rgba[i+3] != 0 {
-			used[s.rgba[i+2]] = true
+// writeRows deflates the scanlines of the image into zw: the RGB rows
+// without upscale in one write (they are scanlines already), the others one
+// scanline at a time.
+func (s *scratch) writeRows(zw *zlib.Writer, ctype uint8, values []float64) error {
+	if ctype == ctRGB && s.upscale == 1 {
+		_, err := zw.Write(s.rgb[:(1+3*s.cols)*s.rows])
+		return err
+	}
+	bpp := 4
+	switch ctype {
+	case ctPaletted:
+		bpp = 1
+	case ctRGB:
+		bpp = 3
+	}
+	s.line = grow(s.line, 1+s.cols*s.upscale*bpp)
+	s.line[0] = 0 // filter type None
+	for y := range s.rows {
+		var src []uint8
+		switch ctype {
+		case ctPaletted:
+			src = s.idx[y*s.cols : (y+1)*s.cols]
+		case ctRGB:
+			src = s.rgb[y*(1+3*s.cols)+1 : (y+1)*(1+3*s.cols)]
+		default:
+			s.rgba = grow(s.rgba, 4*s.cols)
+			s.rgbaRow(s.rgba, values[y*s.cols:(y+1)*s.cols], y)
+			src = s.rgba
+		}
+		expandRow(s.line[1:], src, bpp, s.upscale)
+		for range s.upscale {
+			if _, err := zw.Write(s.line); err != nil {
+				return err
+			}
 		}
 	}
-	for b, u := range used {
-		if !u {
-			return [3]uint8{0, 0, uint8(b)}, true
-		}
-	}
-	return [3]uint8{}, false
+	return nil
 }
 
 // appendChunk appends one PNG chunk (length, type, data, CRC) to b.

@@ -3,6 +3,8 @@ package geo
 import (
 	"fmt"
 	"math"
+
+	"github.com/cropkit/cropkit/internal/unionfind"
 )
 
 // Sieve removes small regions from a label raster in place: every
@@ -99,17 +101,8 @@ func SieveWithOptions(labels []int32, cols, rows int, opts SieveOptions) error {
 	}
 
 	// Union-find over regions; the root carries the merged size and label.
-	parent := make([]int32, nr)
-	for i := range parent {
-		parent[i] = int32(i)
-	}
-	find := func(x int32) int32 {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
+	parent := unionfind.New(nr)
+	find := parent.Find
 	size := rg.size
 	label := rg.label
 	var large []bool // with IntoLargeOnly: the regions large before sieving
@@ -335,14 +328,8 @@ type regions struct {
 func findRegions(labels []int32, cols, rows int, nodata int32) regions {
 	n := cols * rows
 	id := make([]int32, n)
-	parent := make([]int32, 0, 64)
-	find := func(x int32) int32 {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
+	parent := make(unionfind.Forest, 0, 64)
+	find := func(x int32) int32 { return parent.Find(x) } // parent grows: not a method value
 	for r := range rows {
 		for c := range cols {
 			i := r*cols + c

@@ -1,6 +1,7 @@
 package imagery
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"github.com/cropkit/cropkit/api"
@@ -94,7 +95,9 @@ func (r Report) AppendJSON(dst []byte) ([]byte, error) {
 	if r.Cols < 0 || r.Rows < 0 || len(r.Values) != r.Cols*r.Rows {
 		return dst, fmt.Errorf("report %s: %d values for %dx%d", r.Index, len(r.Values), r.Cols, r.Rows)
 	}
-	b := slices.Grow(dst, 256+len(r.Values)*10) // "0.123456," and nulls; appendPixelRow grows as needed
+	// "0.123456," and nulls, plus the slack appendPixelRow reserves for a
+	// row, so a reused buffer does not move for the last rows.
+	b := slices.Grow(dst, 256+len(r.Values)*10+r.Cols*maxPixelLen)
 	b = append(b, `{"bounds":[[`...)
 	b = appendNumber(b, r.Bounds[0][0])
 	b = append(b, ',')
@@ -167,35 +170,45 @@ func appendNumber(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, v, format, -1, 64)
 }
 
-// maxPixelLen is the longest text appendPixelRow writes per value of
-// magnitude below pixelFixedMax, separator included: "-999999999.999999,".
-const maxPixelLen = 18
+// maxPixelLen is the most text appendPixelRow writes per value of magnitude
+// below pixelFixedMax, separator included, plus the slack of its 8-byte
+// stores: ",-999999999" then the 8 bytes ".999999" is stored with.
+const maxPixelLen = 19
 
 // pixelFixedMax bounds the values written in fixed point; larger ones
 // (never an index of reflectances, but a custom one may) go through appendNumber.
 const pixelFixedMax = 1e9
 
 // appendPixelRow writes one row of the pixel array, "[v,v,…]", each value
-// as appendPixel does. It writes into spare capacity rather than appending
-// byte by byte: the pixel arrays are most of a report and this is its hot loop.
+// as appendPixel does. The pixel arrays are most of a report and this is
+// its hot loop: it reserves room for the whole row once, then writes into
+// it by position, whole words at a time.
 func appendPixelRow(b []byte, row []float64) []byte {
-	b = append(b, '[')
+	b = slices.Grow(b, 2+len(row)*maxPixelLen)
+	n := len(b)
+	out := b[:cap(b)]
+	out[n] = '['
+	n++
 	for c, v := range row {
-		if cap(b)-len(b) < maxPixelLen {
-			b = slices.Grow(b, maxPixelLen+(len(row)-c)*8)
-		}
-		n := len(b)
 		if c > 0 {
-			b = b[:n+1]
-			b[n] = ','
+			out[n] = ','
+			n++
 		}
 		if a := math.Abs(v); !(a < pixelFixedMax) { // NaN, ±Inf and large values
-			b = appendPixel(b, v)
+			if v != v || a > math.MaxFloat64 {
+				binary.LittleEndian.PutUint32(out[n:], 'n'|'u'<<8|'l'<<16|'l'<<24)
+				n += 4
+				continue
+			}
+			// Shortest form, up to 24 bytes: make room again for the rest.
+			b = slices.Grow(appendNumber(out[:n], v), 2+(len(row)-c-1)*maxPixelLen)
+			n, out = len(b), b[:cap(b)]
 			continue
 		}
-		b = appendFixed6(b, v)
+		n = putFixed6(out, n, v)
 	}
-	return append(b, ']')
+	out[n] = ']'
+	return out[:n+1]
 }
 
 // appendPixel writes a pixel value rounded to 6 decimals (the tolerance the
@@ -208,49 +221,69 @@ func appendPixel(b []byte, v float64) []byte {
 	if math.Abs(v) >= pixelFixedMax {
 		return appendNumber(b, v)
 	}
-	return appendFixed6(slices.Grow(b, maxPixelLen), v)
+	b = slices.Grow(b, maxPixelLen)
+	return b[:putFixed6(b[:cap(b)], len(b), v)]
 }
 
-// digitPairs holds "00" to "99" back to back.
-const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
-	"8081828384858687888990919293949596979899"
+// digits3 holds, for 0 to 999, the three decimal digits (little-endian in
+// the low 24 bits) and in the top byte the number of trailing zeros (3 for 0).
+var digits3 = func() (t [1000]uint32) {
+	for i := range t {
+		tz := uint32(0)
+		for j := i; tz < 3 && j%10 == 0; j /= 10 {
+			tz++
+		}
+		t[i] = uint32('0'+i/100) | uint32('0'+i/10%10)<<8 | uint32('0'+i%10)<<16 | tz<<24
+	}
+	return t
+}()
 
-// appendFixed6 writes v, finite with |v| < pixelFixedMax, rounded to 6
-// decimals with trailing zeros dropped ("0.849754", "-0.25", "1", and "0"
-// for values that round to zero). b must have maxPixelLen bytes of spare
-// capacity. Integer arithmetic with a digit-pair table is several times
-// faster than shortest-float formatting.
-func appendFixed6(b []byte, v float64) []byte {
-	n := uint64(math.Round(math.Abs(v) * 1e6))
-	if n == 0 {
-		return append(b, '0')
+// putFixed6 writes v, finite with |v| < pixelFixedMax, at out[n:], rounded
+// to 6 decimals with trailing zeros dropped ("0.849754", "-0.25", "1", and
+// "0" for values that round to zero), and returns the new end. out needs
+// maxPixelLen-1 bytes after n. Integer arithmetic with a 3-digit table and one
+// 8-byte store for the fraction is several times faster than shortest-float
+// formatting.
+func putFixed6(out []byte, n int, v float64) int {
+	// x+0.5 truncated is math.Round(x) for 0 ≤ x < 2⁵² except for the
+	// largest float64 below 0.5, where the sum rounds up to 1.
+	x := math.Abs(v) * 1e6
+	u := uint64(x + 0.5)
+	if x < 0.5 {
+		u = 0
+	}
+	if u == 0 {
+		out[n] = '0'
+		return n + 1
 	}
 	if v < 0 {
-		b = append(b, '-')
+		out[n] = '-'
+		n++
 	}
-	ip, frac := n/1e6, n%1e6
-	if ip < 10 {
-		b = append(b, byte('0'+ip))
+	var frac uint32
+	if u < 1e6 { // |v| < 1, the usual index: 32-bit arithmetic
+		out[n] = '0'
+		n++
+		frac = uint32(u)
 	} else {
-		b = strconv.AppendUint(b, ip, 10)
+		ip := u / 1e6
+		frac = uint32(u - ip*1e6)
+		if ip < 10 {
+			out[n] = byte('0' + ip)
+			n++
+		} else {
+			n = len(strconv.AppendUint(out[:n], ip, 10))
+		}
+		if frac == 0 {
+			return n
+		}
 	}
-	if frac == 0 {
-		return b
+	hi, lo := digits3[frac/1000], digits3[frac%1000]
+	binary.LittleEndian.PutUint64(out[n:], '.'|uint64(hi&0xffffff)<<8|uint64(lo&0xffffff)<<32)
+	if lo>>24 < 3 {
+		return n + 7 - int(lo>>24)
 	}
-	j := len(b)
-	b = b[:j+7]
-	d := b[j : j+7 : j+7]
-	hi, mid, lo := frac/10000, frac/100%100, frac%100
-	d[0] = '.'
-	d[1], d[2] = digitPairs[2*hi], digitPairs[2*hi+1]
-	d[3], d[4] = digitPairs[2*mid], digitPairs[2*mid+1]
-	d[5], d[6] = digitPairs[2*lo], digitPairs[2*lo+1]
-	end := 7
-	for d[end-1] == '0' {
-		end--
-	}
-	return b[:j+end]
+	return n + 4 - int(hi>>24)
 }
 
 // UnmarshalJSON reads a §2.5 document with the one decoder of the wire

@@ -132,3 +132,69 @@ func BenchmarkReportJSON(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// TestAppendPixelRowLargeValues writes rows of many shortest-form values
+// (longer than a fixed-point one), checking that the row writer keeps
+// making room for them.
+func TestAppendPixelRowLargeValues(t *testing.T) {
+	row := []float64{-1.7976931348623157e308, 0.5, -2.2250738585072014e-308, math.NaN(), 1e9, -1.2345678901234567e300, 0.000001}
+	for range 6 {
+		row = append(row, row...)
+	}
+	var want []byte
+	want = append(want, '[')
+	for i, v := range row {
+		if i > 0 {
+			want = append(want, ',')
+		}
+		want = append(want, strconvPixel(v)...)
+	}
+	want = append(want, ']')
+	for _, spare := range []int{0, 5, 100} {
+		got := appendPixelRow(make([]byte, 2, 2+spare), row)
+		require.Equal(t, string(want), string(got[2:]), "spare %d", spare)
+	}
+}
+
+// TestAppendPixelEveryFraction checks every 6-decimal fraction, both signs,
+// with a one-digit and a many-digit integer part, against strconvPixel: all
+// entries of the digit table and every trailing-zero length.
+func TestAppendPixelEveryFraction(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	for _, ip := range []int64{0, 7, 123456789} {
+		for frac := range int64(1e6) {
+			for _, sign := range []float64{1, -1} {
+				v := sign * (float64(ip) + float64(frac)/1e6)
+				got := appendPixel(buf[:0], v)
+				if want := strconvPixel(v); string(got) != want {
+					require.Equal(t, want, string(got), "%v", v)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendPixelRoundingHalves checks the floats around the rounding
+// halves (5e-7, 1.5e-6, 0.9999995, …) to a few ulps, where the writer's
+// x+0.5 rounding could part from math.Round.
+func TestAppendPixelRoundingHalves(t *testing.T) {
+	for _, half := range []float64{5e-7, 1.5e-6, 2.5e-6, 0.0000125, 0.1234565, 0.9999995, 1.0000005, 9.9999995, 123456.7890125} {
+		for _, sign := range []float64{1, -1} {
+			v := sign * half
+			for range 64 {
+				v = math.Nextafter(v, 0)
+			}
+			for range 128 {
+				assert.Equal(t, strconvPixel(v), string(appendPixel(nil, v)), "%v", v)
+				v = math.Nextafter(v, sign*math.Inf(1))
+			}
+		}
+	}
+	// Around the floats whose product with 1e6 is near the largest float64
+	// below 0.5, the one input x+0.5 would round up (no float64 times 1e6
+	// lands on it exactly; putFixed6 guards it anyway).
+	x := math.Nextafter(0.5, 0)
+	for v := math.Nextafter(x/1e6, 0); v <= math.Nextafter(x/1e6, 1); v = math.Nextafter(v, 1) {
+		assert.Equal(t, strconvPixel(v), string(appendPixel(nil, v)), "%v", v)
+	}
+}

@@ -92,10 +92,27 @@ func fileBase(field, index, date string) string {
 // sent unquoted (RFC 6266 allows both, and SpaceSense's client reads the
 // name as everything after the last '=').
 func contentDisposition(name string) string {
+	if mimeToken(name) {
+		return "attachment; filename=" + name // as mime.FormatMediaType writes a token, without its map and sorting
+	}
 	if v := mime.FormatMediaType("attachment", map[string]string{"filename": name}); v != "" && !strings.Contains(v, `"`) {
 		return v
 	}
 	return fmt.Sprintf("attachment; filename=%q", name)
+}
+
+// mimeToken tells whether s is an RFC 2045 token: printable ASCII without
+// spaces and tspecials.
+func mimeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?=`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // handleDownload serves §4.4 downloads. The service (index) is the path's

@@ -118,8 +118,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := track(w)
 		route := "/metrics"
 		if r.URL.Path == "/metrics" {
 			s.serveMetrics(sw, r)
@@ -127,13 +126,16 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			next.ServeHTTP(sw, r)
 			// The mux set the pattern it routed by (dispatch passes r on):
 			// no second routing of the request here.
-			route = cmp.Or(r.Pattern, "unmatched")
+			route = r.Pattern
+			if route == "" || route == unroutedPattern {
+				route = "unmatched"
+			}
 		}
 		code := sw.status
 		if code == 0 {
 			code = http.StatusOK
 		}
-		s.mon.observer(route, r.Method, code).Observe(time.Since(start).Seconds())
+		s.mon.observer(route, r.Method, code).Observe(time.Since(sw.start).Seconds())
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,17 +33,8 @@ type params map[string]json.RawMessage
 // before the caller is authenticated when its token is in the header or query.
 func readParams(r *http.Request, limit int64) (params, error) {
 	p := params{}
-	var conflict error
-	for k, v := range r.URL.Query() {
-		if len(v) > 0 {
-			p[k] = quote(v[0])
-		}
-		if conflict == nil {
-			conflict = sameValues(k, v)
-		}
-	}
-	if conflict != nil {
-		return p, conflict
+	if err := queryParams(p, r.URL.RawQuery); err != nil {
+		return p, err
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return p, nil
@@ -99,6 +91,48 @@ func readParams(r *http.Request, limit int64) (params, error) {
 	return p, nil
 }
 
+// maxQueryParams is net/url's default bound on a query's parameters
+// (GODEBUG urlmaxqueryparams); beyond it, a 400.
+const maxQueryParams = 10000
+
+// queryParams adds the parameters of the raw query to p, parsed as
+// url.ParseQuery does (a pair holding a semicolon or a bad escape is
+// skipped) but without its map of slices: the first value of a name is
+// kept, and a later different value is refused (sameValues). Every name
+// is added even then, so that the caller can still authenticate.
+func queryParams(p params, query string) error {
+	if strings.Count(query, "&") >= maxQueryParams {
+		return badRequest("more than %d query parameters", maxQueryParams)
+	}
+	var conflict error
+	for query != "" {
+		var pair string
+		pair, query, _ = strings.Cut(query, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			continue
+		}
+		q := quote(v)
+		first, seen := p[k]
+		if !seen {
+			p[k] = q
+			continue
+		}
+		if conflict == nil && string(first) != string(q) {
+			was, _, _ := p.str(k)
+			conflict = sameValues(k, []string{was, v})
+		}
+	}
+	return conflict
+}
+
 // sameValues refuses a parameter repeated with different values (?id=6&id=7):
 // taking the first silently answered a request the client did not make. A
 // repeat of the same value is harmless.
@@ -119,9 +153,29 @@ func bodyError(what string, err error) error {
 	return badRequest("%s: %v", what, err)
 }
 
+// quote is s as a JSON string, as json.Marshal writes it. Parameters are
+// nearly always plain ASCII: those are wrapped in quotes without the
+// encoder.
 func quote(s string) json.RawMessage {
+	if plainJSON(s) {
+		b := make([]byte, 0, len(s)+2)
+		return append(append(append(b, '"'), s...), '"')
+	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// plainJSON tells whether s is the same inside a JSON string as outside:
+// printable ASCII that json.Marshal leaves as is (no quote, backslash, or
+// the <, > and & it escapes).
+func plainJSON[T ~string | ~[]byte](s T) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
@@ -131,6 +185,9 @@ func (p params) str(name string) (string, bool, error) {
 	v, ok := p[name]
 	if !ok || isNull(v) {
 		return "", false, nil
+	}
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' && plainJSON(v[1:n-1]) {
+		return string(v[1 : n-1]), true, nil // what json.Unmarshal gives, without it
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err == nil {
@@ -193,7 +250,8 @@ func (p params) date(name string) (string, bool, error) {
 		return "", false, nil
 	}
 	t, err := time.Parse(time.DateOnly, s)
-	if err != nil || t.Format(time.DateOnly) != s {
+	var buf [len(time.DateOnly)]byte
+	if err != nil || string(t.AppendFormat(buf[:0], time.DateOnly)) != s {
 		return "", false, badRequest("parameter %s must be a date YYYY-MM-DD, got %q", name, s)
 	}
 	return s, true, nil

@@ -56,7 +56,8 @@ type Server struct {
 	maxBody     int64
 	maxUpload   int64
 	log         *slog.Logger
-	mux         *http.ServeMux
+	mux         *http.ServeMux // the operations and a fallback (unrouted)
+	routesOnly  *http.ServeMux // the operations alone: why a request matched none
 	handler     http.Handler
 	heavy       *slots // heavy operations
 	bodies      *slots // large bodies being received
@@ -78,6 +79,7 @@ func New(cfg Config) (*Server, error) {
 		maxUpload:   cfg.MaxUploadBytes,
 		log:         cfg.Logger,
 		mux:         http.NewServeMux(),
+		routesOnly:  http.NewServeMux(),
 		heavyWait:   cfg.HeavyWait,
 		readTimeout: cfg.ReadTimeout,
 		upTimeout:   cfg.UploadReadTimeout,
@@ -197,15 +199,26 @@ func (s *Server) routes() {
 		h := s.operation(rt)
 		for _, m := range rt.methods {
 			for _, p := range rt.paths {
-				s.mux.Handle(m+" "+p, h)
+				s.handle(m+" "+p, h)
 			}
 		}
 	}
 	// The browser viewer (package web): the page at GET /, its assets under web.AssetPrefix.
 	viewer := web.Handler()
-	s.mux.Handle("GET /{$}", viewer)
-	s.mux.Handle("GET "+web.AssetPrefix, viewer)
+	s.handle("GET /{$}", viewer)
+	s.handle("GET "+web.AssetPrefix, viewer)
+	s.mux.HandleFunc(unroutedPattern, s.unrouted)
 }
+
+// handle registers an operation's pattern on both muxes.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+	s.routesOnly.Handle(pattern, h)
+}
+
+// unroutedPattern matches what no operation does (any method, any path):
+// the mux then routes every request once, here for the errors.
+const unroutedPattern = "/"
 
 // dispatch routes a request; unknown paths and wrong methods get the JSON error shape.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
@@ -217,13 +230,18 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no operation at this path: use the canonical path, without //, . or .. segments or a trailing /"))
 		return
 	}
-	h, pattern := s.mux.Handler(r)
-	if pattern != "" {
-		s.mux.ServeHTTP(w, r) // (sets the path values Handler does not)
+	if r.RequestURI == "*" {
+		s.unrouted(w, r) // (the mux answers "OPTIONS *" a bare 400)
 		return
 	}
-	// Let the mux decide between 404, 405 (with Allow) and a redirect, then
-	// answer in the API's shape.
+	s.mux.ServeHTTP(w, r)
+}
+
+// unrouted answers a request no operation matched in the API's error
+// shape: the mux without the fallback decides between 404, 405 (with
+// Allow) and a redirect.
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.routesOnly.Handler(r)
 	rec := &headerRecorder{header: http.Header{}}
 	h.ServeHTTP(rec, r)
 	switch {
@@ -281,13 +299,17 @@ func (s *Server) operation(rt route) http.Handler {
 				Message: fmt.Sprintf("request body larger than %d bytes", limit)})
 			return
 		}
-		// Slow senders cannot hold a connection (nor, below, a slot) for long.
-		timeout := s.readTimeout
-		if limit > s.maxBody {
-			timeout = s.upTimeout
+		if r.Body != nil && r.Body != http.NoBody {
+			// Slow senders cannot hold a connection (nor, below, a slot)
+			// for long. (A request without a body has nothing to send:
+			// setting a deadline moves a runtime timer for nothing.)
+			timeout := s.readTimeout
+			if limit > s.maxBody {
+				timeout = s.upTimeout
+			}
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) // unsupported by some test writers: fine
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
 		}
-		http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) // unsupported by some test writers: fine
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		c := &call{}
 		if rt.access != public {
 			// One check of the archive's change generations for all of
@@ -402,11 +424,23 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, e)
 }
 
-// statusWriter records the status and size of a response for the log.
+// statusWriter records the status and size of a response, and when its
+// request arrived, for the log and the metrics. The middlewares share one
+// per request (track).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	start  time.Time
+}
+
+// track is the request's statusWriter: w itself when an outer middleware
+// made it, else a new one, started now.
+func track(w http.ResponseWriter) *statusWriter {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw
+	}
+	return &statusWriter{ResponseWriter: w, start: time.Now()}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -427,20 +461,29 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// logRequests logs a line per request. The record goes to the handler
+// directly: slog.Logger's methods capture the caller's program counter
+// for every record (runtime.Callers), which a request line never shows.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := track(w)
 		next.ServeHTTP(sw, r)
-		s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
-			"status", sw.status, "bytes", sw.bytes, "duration", time.Since(start))
+		ctx, h := r.Context(), s.log.Handler()
+		if !h.Enabled(ctx, slog.LevelInfo) {
+			return
+		}
+		now := time.Now()
+		rec := slog.NewRecord(now, slog.LevelInfo, "request", 0)
+		rec.AddAttrs(slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Int64("bytes", sw.bytes), slog.Duration("duration", now.Sub(sw.start)))
+		_ = h.Handle(ctx, rec) // a log that cannot be written does not fail the request
 	})
 }
 
 // recoverer turns a panic in a handler into a logged 500 (never a dropped connection).
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw := track(w)
 		defer func() {
 			v := recover()
 			if v == nil || v == http.ErrAbortHandler {

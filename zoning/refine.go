@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/bits"
+
+	"github.com/cropkit/cropkit/internal/unionfind"
 )
 
 // refine moves boundary pixels between zones after the sieve, a k-means
@@ -50,17 +52,8 @@ func refineCounting(ctx context.Context, labels []int32, feat []float64, dim, k,
 			size[r]++
 		}
 	}
-	parent := make([]int32, nr)
-	for i := range parent {
-		parent[i] = int32(i)
-	}
-	find := func(x int32) int32 {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
+	parent := unionfind.New(nr)
+	find := parent.Find
 	var joins [][2]int32 // regions a move joined, applied after the sweep
 
 	// cand: the pixels this sweep visits; next: the next sweep's.

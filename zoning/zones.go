@@ -12,6 +12,7 @@ import (
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/internal/panicgroup"
+	"github.com/cropkit/cropkit/internal/unionfind"
 )
 
 // MaxZones bounds the number of zones a request may ask for.
@@ -825,18 +826,11 @@ func countRegions(labels []int32, cols, rows int) ([]int32, int) {
 // are kept for the next call (refine relabels every sweep).
 type regionLabeller struct {
 	id     []int32
-	parent []int32
+	parent unionfind.Forest
 	final  []int32
 }
 
-func (rl *regionLabeller) find(x int32) int32 {
-	p := rl.parent
-	for p[x] != x {
-		p[x] = p[p[x]]
-		x = p[x]
-	}
-	return x
-}
+func (rl *regionLabeller) find(x int32) int32 { return rl.parent.Find(x) }
 
 // label is countRegions into rl's buffers (the returned slice is rl's).
 func (rl *regionLabeller) label(labels []int32, cols, rows int) ([]int32, int) {

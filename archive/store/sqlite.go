@@ -29,6 +29,8 @@ type sqliteStore struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared read statements by SQL text
+
+	watch *changeWatch // the change generations, read cheaply (generations.go)
 }
 
 // OpenSQLite opens (creating it when create is set) the SQLite database at
@@ -73,6 +75,13 @@ func OpenSQLite(ctx context.Context, path string, create bool) (archive.Store, e
 	// statements, and re-parsing them was a quarter of a download's cost.
 	rdb.SetMaxIdleConns(8)
 	s.rdb = rdb
+	wdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s.watch = newChangeWatch(wdb, path)
 	return s, nil
 }
 
@@ -98,7 +107,22 @@ func (s *sqliteStore) Close() error {
 	}
 	s.stmts = map[string]*sql.Stmt{}
 	s.mu.Unlock()
-	return errors.Join(s.rdb.Close(), s.db.Close())
+	return errors.Join(s.watch.close(), s.rdb.Close(), s.db.Close())
+}
+
+// Generations reads the change counters (archive.GenerationStore), from
+// memory while the database's data version says nothing was committed
+// since the last read (changeWatch).
+func (s *sqliteStore) Generations(ctx context.Context) (archive.Generations, error) {
+	return s.watch.generations(ctx)
+}
+
+var _ archive.GenerationPeeker = (*sqliteStore)(nil)
+
+// UnchangedGenerations answers the last Generations without a query while
+// the WAL index shows no commit since (archive.GenerationPeeker, changeWatch).
+func (s *sqliteStore) UnchangedGenerations() (archive.Generations, bool) {
+	return s.watch.unchanged()
 }
 
 // stmt returns the prepared statement of query, preparing it once: parsing

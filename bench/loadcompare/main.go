@@ -11,8 +11,10 @@
 // X-Image-Date headers, a bearer token required). Then, alternating between
 // the two servers for -reps rounds, -clients concurrent keep-alive clients
 // send -requests POST /download/ndvi/json requests in total, spread over the
-// 16 fields. It prints each round's throughput and latency percentiles, the
-// medians, and the ratios cropkit/reference. Everything is bounded: each
+// 16 fields. It prints each round's throughput, latency percentiles and
+// the server process's CPU time per request (Linux, from /proc: other work
+// on a shared machine disturbs it far less than throughput), the medians,
+// and the ratios cropkit/reference. Everything is bounded: each
 // round by -timeout, the whole run by the processes it started.
 package main
 
@@ -31,6 +33,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +74,9 @@ type doc struct {
 type result struct {
 	rps           float64
 	p50, p99, max time.Duration
+	// cpu is the server process's CPU time per request (0: unknown):
+	// other work on the machine disturbs it far less than throughput.
+	cpu time.Duration
 }
 
 func run(bin string, clients, requests, reps int, timeout time.Duration, keep bool, extra []string) error {
@@ -158,25 +164,63 @@ func run(bin string, clients, requests, reps int, timeout time.Duration, keep bo
 	for i := range reps {
 		for _, side := range []struct {
 			name, base string
+			pid        int
 			out        *[]result
-		}{{"reference", refBase, &theirs}, {"cropkit", base, &ours}} {
+		}{{"reference", refBase, ref.Process.Pid, &theirs}, {"cropkit", base, serve.Process.Pid, &ours}} {
 			rctx, rcancel := context.WithTimeout(ctx, timeout)
+			cpu0, cpuErr := processCPU(side.pid)
 			r, err := load(rctx, side.base, token, docs, clients, requests)
 			rcancel()
 			if err != nil {
 				return fmt.Errorf("%s round %d: %w", side.name, i+1, err)
 			}
+			if cpu1, err := processCPU(side.pid); err == nil && cpuErr == nil {
+				r.cpu = (cpu1 - cpu0) / time.Duration(requests)
+			}
 			*side.out = append(*side.out, r)
-			fmt.Printf("round %d %-9s %8.0f req/s  p50 %-9s p99 %-9s max %s\n", i+1, side.name, r.rps,
-				r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond))
+			fmt.Printf("round %d %-9s %8.0f req/s  p50 %-9s p99 %-9s max %-9s cpu %s/req\n", i+1, side.name, r.rps,
+				r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond), r.cpu.Round(100*time.Nanosecond))
 		}
 	}
 	o, t := medians(ours), medians(theirs)
-	fmt.Printf("median reference %8.0f req/s  p99 %s\n", t.rps, t.p99.Round(time.Microsecond))
-	fmt.Printf("median cropkit   %8.0f req/s  p99 %s\n", o.rps, o.p99.Round(time.Microsecond))
-	fmt.Printf("ratio cropkit/reference: throughput %.2fx, p99 %.2fx\n", o.rps/t.rps, float64(o.p99)/float64(t.p99))
+	fmt.Printf("median reference %8.0f req/s  p99 %-9s cpu %s/req\n", t.rps, t.p99.Round(time.Microsecond), t.cpu.Round(100*time.Nanosecond))
+	fmt.Printf("median cropkit   %8.0f req/s  p99 %-9s cpu %s/req\n", o.rps, o.p99.Round(time.Microsecond), o.cpu.Round(100*time.Nanosecond))
+	fmt.Printf("ratio cropkit/reference: throughput %.2fx, p99 %.2fx", o.rps/t.rps, float64(o.p99)/float64(t.p99))
+	if o.cpu > 0 && t.cpu > 0 {
+		fmt.Printf(", server CPU per request %.2fx", float64(o.cpu)/float64(t.cpu))
+	}
+	fmt.Println()
 	return nil
 }
+
+// processCPU is the user+system CPU time process pid has used so far, from
+// /proc (Linux; an error elsewhere).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces, in parentheses):
+	// state is field 3, utime and stime fields 14 and 15, in clock ticks.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat times: 100 on every
+// Linux architecture Go supports.
+const clockTicks = 100
 
 func medians(rs []result) result {
 	med := func(f func(result) float64) float64 {
@@ -192,6 +236,7 @@ func medians(rs []result) result {
 		p50: time.Duration(med(func(r result) float64 { return float64(r.p50) })),
 		p99: time.Duration(med(func(r result) float64 { return float64(r.p99) })),
 		max: time.Duration(med(func(r result) float64 { return float64(r.max) })),
+		cpu: time.Duration(med(func(r result) float64 { return float64(r.cpu) })),
 	}
 }
 

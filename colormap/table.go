@@ -1,0 +1,106 @@
+package colormap
+
+import (
+	"image/color"
+	"math"
+	"sync"
+)
+
+// colourTable gives the colour of most values of a ramp with one load
+// instead of an interpolation, exactly: the stop positions t are cut into
+// bucketsPerStop buckets per pair of stops, and a bucket holds a colour only
+// when the ramp's colours at its first and last float64 are the same. Every
+// channel is monotonic in t between two stops (ramp.interpolate), so every t
+// in such a bucket has that very colour; the other buckets ("mixed", where
+// a channel steps) fall back to ramp.color. With 2,048 buckets per pair of
+// stops and channels changing by fewer than ~100 levels between stops,
+// about 95 % of buckets hold a colour.
+type colourTable struct {
+	buckets []uint32 // packColour of the bucket's colour, or mixedBucket
+}
+
+const (
+	// bucketsPerStop is a power of two, so that t·bucketsPerStop and
+	// k/bucketsPerStop are exact and bucket k holds exactly the t in
+	// [k/bucketsPerStop, (k+1)/bucketsPerStop).
+	bucketsPerStop = 2048
+	// mixedBucket marks a bucket with more than one colour; no opaque colour
+	// packs to it.
+	mixedBucket = 0
+	// maxTableStops bounds the ramps given a table (the spec's have ≤ 11).
+	maxTableStops = 16
+	// maxTables bounds the tables an Encoder keeps (one per distinct ramp).
+	maxTables = 32
+)
+
+// packColour packs an opaque colour as the palette lookup keys it.
+func packColour(c color.RGBA) uint32 {
+	return uint32(c.R)<<24 | uint32(c.G)<<16 | uint32(c.B)<<8 | uint32(c.A)
+}
+
+func unpackColour(p uint32) color.RGBA {
+	return color.RGBA{R: uint8(p >> 24), G: uint8(p >> 16), B: uint8(p >> 8), A: uint8(p)}
+}
+
+// newColourTable builds the table of r.
+func newColourTable(r *ramp) *colourTable {
+	n := int(r.last) * bucketsPerStop
+	tab := &colourTable{buckets: make([]uint32, n)}
+	for k := range tab.buckets {
+		first := float64(k) / bucketsPerStop
+		last := math.Nextafter(float64(k+1)/bucketsPerStop, 0)
+		if a := r.interpolate(first); a == r.interpolate(last) {
+			tab.buckets[k] = packColour(a)
+		}
+	}
+	return tab
+}
+
+// color is r.color(v) for the ramp the table was built from.
+func (tab *colourTable) color(r *ramp, v float64) color.RGBA {
+	t := (v - r.start) * r.perV
+	if t > 0 && t < r.last {
+		if p := tab.buckets[int(t*bucketsPerStop)]; p != mixedBucket {
+			return unpackColour(p)
+		}
+		return r.interpolate(t)
+	}
+	return r.color(v)
+}
+
+// rampKey identifies a ramp: its stops, start and scale factor.
+type rampKey struct {
+	start, perV float64
+	stops       int
+	scale       [maxTableStops]color.RGBA
+}
+
+// colourTables holds an Encoder's tables, built on first use of a ramp.
+type colourTables struct {
+	mu sync.Mutex
+	m  map[rampKey]*colourTable
+}
+
+// get returns r's table, or nil for a ramp with too many stops or when the
+// cache is full (those render through ramp.color).
+func (c *colourTables) get(r *ramp) *colourTable {
+	if len(r.scale) > maxTableStops {
+		return nil
+	}
+	k := rampKey{start: r.start, perV: r.perV, stops: len(r.scale)}
+	copy(k.scale[:], r.scale)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tab, ok := c.m[k]; ok {
+		return tab
+	}
+	if len(c.m) >= maxTables {
+		return nil
+	}
+	if c.m == nil {
+		c.m = map[rampKey]*colourTable{}
+	}
+	tab := newColourTable(r)
+	c.m[k] = tab
+	return tab
+}

@@ -5,6 +5,7 @@ import (
 	stdflate "compress/flate"
 	"encoding/binary"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -38,9 +39,25 @@ func inflateInputs() map[string][]byte {
 		runs[i] = byte(i / 5000)
 	}
 	copy(runs[40_000:], runs[:5000])
+	// Geometric frequencies of literals and of match distance codes: the
+	// rare ones get codes longer than the first-level tables (12 and 10
+	// bits), decoded through second-level tables.
+	skewed := make([]byte, 0, 300_000)
+	for len(skewed) < cap(skewed)-300 {
+		if k := min(bits.TrailingZeros32(rng.Uint32()), 29); len(skewed) > 33_000 && rng.IntN(3) == 0 {
+			d := int(distBase[k])
+			if k < 29 {
+				d += rng.IntN(int(distBase[k+1] - distBase[k]))
+			}
+			from := len(skewed) - d
+			skewed = append(skewed, skewed[from:from+8+rng.IntN(24)]...)
+		} else {
+			skewed = append(skewed, byte(k+rng.IntN(2)*32))
+		}
+	}
 	return map[string][]byte{
 		"empty": {}, "one byte": {42}, "short": []byte("abcabcabcabcabcab"),
-		"random": random, "text": text, "tile": tile, "runs": runs,
+		"random": random, "text": text, "tile": tile, "runs": runs, "skewed": skewed,
 	}
 }
 
@@ -129,9 +146,41 @@ func TestInflateTruncated(t *testing.T) {
 	}
 }
 
+// TestInflateCorruptMidStream corrupts a long stream at many places, so
+// that the fast loop (not only the careful one near the end) meets invalid
+// codes and distances: errors or the standard library's output, no panic.
+func TestInflateCorruptMidStream(t *testing.T) {
+	data := inflateInputs()["tile"][:64<<10]
+	var b bytes.Buffer
+	w, err := flate.NewWriter(&b, 6)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	comp := b.Bytes()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var f inflater
+	dst := make([]byte, len(data))
+	errs := 0
+	for range 300 {
+		bad := bytes.Clone(comp)
+		bad[rng.IntN(len(bad))] ^= byte(1 + rng.IntN(255))
+		err := f.inflate(dst, bad)
+		want, rerr := io.ReadAll(stdflate.NewReader(bytes.NewReader(bad)))
+		if rerr == nil && len(want) >= len(dst) {
+			require.NoError(t, err)
+			require.Equal(t, want[:len(dst)], dst)
+		}
+		if err != nil {
+			errs++
+		}
+	}
+	assert.Greater(t, errs, 30, "corruptions detected (64 of 300 when written)")
+}
+
 func TestInflateCorrupt(t *testing.T) {
 	var f inflater
-	dst := make([]byte, 100)
+	dst := make([]byte, 1000)
 	for _, tc := range []struct {
 		name string
 		src  []byte
@@ -146,9 +195,43 @@ func TestInflateCorrupt(t *testing.T) {
 		// A dynamic block header of all ones declares 288 literal/length
 		// codes, more than the 286 symbols.
 		{"too many literal/length codes", []byte{0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, errInflateData},
+		// The same mid-stream, where the fast loop decodes: after 400
+		// literals, length symbol 286 (fixed code 11000110); length 3
+		// (0000001) then distance symbol 30 (11110); length 3 then
+		// distance 24577 (11101, 13 zero extra bits) before the start.
+		{"invalid length symbol mid-stream", fixedStream(400, [2]uint{0xc6, 8}), errInflateData},
+		{"invalid distance symbol mid-stream", fixedStream(400, [2]uint{1, 7}, [2]uint{0x1e, 5}), errInflateData},
+		{"distance before start mid-stream", fixedStream(400, [2]uint{1, 7}, [2]uint{0x1d, 5}), errInflateData},
 	} {
 		assert.ErrorIs(t, f.inflate(dst, tc.src), tc.want, tc.name)
 	}
+}
+
+// fixedStream is a final fixed-Huffman block of n literals 'a' and then
+// the given Huffman codes (value, length), followed by zero bytes.
+func fixedStream(n int, codes ...[2]uint) []byte {
+	var out []byte
+	var acc, nacc uint
+	put := func(v, n uint) { // least significant bit first
+		acc |= v << nacc
+		for nacc += n; nacc >= 8; nacc -= 8 {
+			out = append(out, byte(acc))
+			acc >>= 8
+		}
+	}
+	putCode := func(c, n uint) { // Huffman codes: most significant bit first
+		put(uint(bits.Reverse16(uint16(c)))>>(16-n), n)
+	}
+	put(1, 1) // final
+	put(1, 2) // fixed Huffman codes
+	for range n {
+		putCode(0x30+'a', 8)
+	}
+	for _, c := range codes {
+		putCode(c[0], c[1])
+	}
+	put(0, 7)
+	return append(out, make([]byte, 32)...)
 }
 
 func FuzzInflate(f *testing.F) {

@@ -48,17 +48,22 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, e
 	// A large field spans many blocks: they decode on all cores, each
 	// into its own part of out; the first failure in block order is
 	// reported.
+	typ := geotiff.Uint16
+	if im := b.file.Image(); im != nil {
+		typ = im.Type()
+	}
 	errs := make([]error, len(blocks))
 	var g panicgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, k := range blocks {
 		g.Go(func() {
 			blockWin := geo.Window{Col: k.bx * bw, Row: k.by * bh, Cols: bw, Rows: bh}.Intersect(full)
-			r, err := s.cache.get(ctx, k, func() (*geotiff.Raster, error) {
-				return b.file.ReadWindow(ctx, blockWin)
+			e, err := s.cache.get(ctx, k, typ, func(reuse *geotiff.Raster) (*geotiff.Raster, error) {
+				return b.file.ReadWindowInto(ctx, blockWin, reuse)
 			})
 			if err == nil {
-				err = copyRaster(out, w, r)
+				err = copyRaster(out, w, e.r)
+				s.cache.release(e)
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("read %s block %s: %w", b.name, blockWin, err)
@@ -162,13 +167,21 @@ type blockKey struct {
 
 // tileCache keeps recently decoded blocks up to a byte budget (least recently
 // used first out). Concurrent requests for the same block decode it once.
+// The rasters of evicted blocks nobody reads any more are decoded into
+// again (up to maxFreeRasters of them): a scene read then allocates and
+// zeroes its cache's worth of tiles, not every tile it decodes.
 type tileCache struct {
 	mu      sync.Mutex
 	budget  int64
 	used    int64
 	entries map[blockKey]*cacheEntry
 	lru     *list.List // of *cacheEntry, front = most recent
+	free    []*geotiff.Raster
 }
+
+// maxFreeRasters bounds the evicted rasters kept for reuse (8 × 512 KiB
+// for 512² uint16 tiles).
+const maxFreeRasters = 8
 
 type cacheEntry struct {
 	key   blockKey
@@ -177,46 +190,57 @@ type cacheEntry struct {
 	err   error
 	elem  *list.Element
 	size  int64
+	// refs counts the callers between get and release; evicted marks an
+	// entry gone from the cache whose raster is recycled at the last release.
+	refs    int
+	evicted bool
 }
 
 func newTileCache(budget int64) *tileCache {
 	return &tileCache{budget: budget, entries: make(map[blockKey]*cacheEntry), lru: list.New()}
 }
 
-func (c *tileCache) get(ctx context.Context, k blockKey, load func() (*geotiff.Raster, error)) (*geotiff.Raster, error) {
+// get returns block k's entry, decoding it with load on a miss; load gets
+// a recycled raster of type t to decode into, or nil. The caller reads
+// e.r, then calls release(e).
+func (c *tileCache) get(ctx context.Context, k blockKey, t geotiff.DataType, load func(reuse *geotiff.Raster) (*geotiff.Raster, error)) (*cacheEntry, error) {
 	for {
-		r, err := c.getOnce(ctx, k, load)
+		e, err := c.getOnce(ctx, k, t, load)
 		// Another caller's load may have failed because its context ended:
 		// that is no reason to fail this caller, whose context is alive.
 		if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			continue
 		}
-		return r, err
+		return e, err
 	}
 }
 
-func (c *tileCache) getOnce(ctx context.Context, k blockKey, load func() (*geotiff.Raster, error)) (*geotiff.Raster, error) {
+func (c *tileCache) getOnce(ctx context.Context, k blockKey, t geotiff.DataType, load func(reuse *geotiff.Raster) (*geotiff.Raster, error)) (*cacheEntry, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[k]; ok {
 		if e.elem != nil {
 			c.lru.MoveToFront(e.elem)
 		}
+		e.refs++
 		c.mu.Unlock()
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
+			c.release(e)
 			return nil, ctx.Err()
 		}
 		if e.err != nil {
+			c.release(e)
 			return nil, e.err
 		}
-		return e.r, nil
+		return e, nil
 	}
-	e := &cacheEntry{key: k, ready: make(chan struct{})}
+	e := &cacheEntry{key: k, ready: make(chan struct{}), refs: 1}
 	c.entries[k] = e
+	reuse := c.takeFree(t)
 	c.mu.Unlock()
 
-	r, err := load()
+	r, err := load(reuse)
 
 	// Settle the entry before waking waiters, so a waiter that retries after
 	// a failure never finds the failed entry again.
@@ -227,6 +251,10 @@ func (c *tileCache) getOnce(ctx context.Context, k blockKey, load func() (*geoti
 		if c.entries[k] == e {
 			delete(c.entries, k)
 		}
+		e.refs--
+		if reuse != nil && r != reuse {
+			c.recycle(reuse) // nobody else has seen it
+		}
 	} else {
 		e.size = rasterBytes(r)
 		e.elem = c.lru.PushFront(e)
@@ -236,9 +264,47 @@ func (c *tileCache) getOnce(ctx context.Context, k blockKey, load func() (*geoti
 			c.lru.Remove(old.elem)
 			delete(c.entries, old.key)
 			c.used -= old.size
+			old.evicted = true
+			if old.refs == 0 {
+				c.recycle(old.r)
+				old.r = nil
+			}
 		}
 	}
 	c.mu.Unlock()
 	close(e.ready)
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// release ends a get's use of e.r: the raster of an evicted entry is
+// recycled once nobody reads it.
+func (c *tileCache) release(e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if e.refs == 0 && e.evicted && e.r != nil {
+		c.recycle(e.r)
+		e.r = nil
+	}
+}
+
+// recycle keeps r for a later load (c.mu held).
+func (c *tileCache) recycle(r *geotiff.Raster) {
+	if r != nil && len(c.free) < maxFreeRasters {
+		c.free = append(c.free, r)
+	}
+}
+
+// takeFree removes and returns a recycled raster of type t, or nil (c.mu held).
+func (c *tileCache) takeFree(t geotiff.DataType) *geotiff.Raster {
+	for i := len(c.free) - 1; i >= 0; i-- {
+		if r := c.free[i]; r.Type == t {
+			c.free = append(c.free[:i], c.free[i+1:]...)
+			return r
+		}
+	}
+	return nil
 }

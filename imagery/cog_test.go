@@ -145,23 +145,65 @@ func utm33(t testing.TB, ring orb.Ring) orb.MultiPolygon {
 func TestTileCacheEviction(t *testing.T) {
 	c := newTileCache(3 * 512) // three 256-sample uint16 blocks
 	loads := 0
-	load := func() (*geotiff.Raster, error) {
+	load := func(*geotiff.Raster) (*geotiff.Raster, error) {
 		loads++
 		return geotiff.NewRaster(geo.Window{Cols: 16, Rows: 16}, geotiff.Uint16), nil
 	}
 	b := &band{name: "B04"}
-	for i := 0; i < 4; i++ {
-		_, err := c.get(context.Background(), blockKey{b, i, 0}, load)
+	get := func(bx int) {
+		e, err := c.get(context.Background(), blockKey{b, bx, 0}, geotiff.Uint16, load)
 		require.NoError(t, err)
+		c.release(e)
+	}
+	for i := 0; i < 4; i++ {
+		get(i)
 	}
 	assert.Equal(t, 4, loads)
 	assert.Equal(t, int64(3*512), c.used)
-	_, err := c.get(context.Background(), blockKey{b, 3, 0}, load) // most recent: kept
-	require.NoError(t, err)
+	get(3) // most recent: kept
 	assert.Equal(t, 4, loads)
-	_, err = c.get(context.Background(), blockKey{b, 0, 0}, load) // evicted first
-	require.NoError(t, err)
+	get(0) // evicted first
 	assert.Equal(t, 5, loads)
+}
+
+// The raster of an evicted block is decoded into again once nobody reads
+// it — and never while a reader still holds it.
+func TestTileCacheRecyclesEvictedRasters(t *testing.T) {
+	c := newTileCache(2 * 512) // two 256-sample uint16 blocks
+	b := &band{name: "B04"}
+	var got []*geotiff.Raster // the reuse each load was offered
+	load := func(reuse *geotiff.Raster) (*geotiff.Raster, error) {
+		got = append(got, reuse)
+		if reuse != nil {
+			return reuse, nil
+		}
+		return geotiff.NewRaster(geo.Window{Cols: 16, Rows: 16}, geotiff.Uint16), nil
+	}
+	get := func(bx int) *cacheEntry {
+		e, err := c.get(context.Background(), blockKey{b, bx, 0}, geotiff.Uint16, load)
+		require.NoError(t, err)
+		return e
+	}
+	held := get(0) // read, not released
+	c.release(get(1))
+	c.release(get(2)) // evicts block 0, still held: not recycled
+	require.Len(t, got, 3)
+	assert.Nil(t, got[2])
+	c.release(get(3)) // evicts block 1, released: recycled into block 3
+	require.Len(t, got, 4)
+	assert.Nil(t, got[3], "block 1 is evicted only after block 3 is loaded")
+	c.release(get(4)) // evicts block 2: block 1's raster is offered
+	require.Len(t, got, 5)
+	require.NotNil(t, got[4])
+	assert.NotSame(t, held.r, got[4], "a held raster is never offered")
+	block0 := held.r
+	c.release(held) // block 0's raster: recycled at its last release
+	assert.Contains(t, c.free, block0)
+	// A raster of another sample type is not offered for uint8 blocks.
+	e, err := c.get(context.Background(), blockKey{b, 9, 0}, geotiff.Uint8, load)
+	require.NoError(t, err)
+	c.release(e)
+	assert.Nil(t, got[len(got)-1])
 }
 
 func BenchmarkReadField100ha(b *testing.B) {
@@ -260,7 +302,7 @@ func TestTileCacheCancelledLoader(t *testing.T) {
 	started := make(chan struct{})
 	done1 := make(chan error)
 	go func() {
-		_, err := c.get(ctx1, k, func() (*geotiff.Raster, error) {
+		_, err := c.get(ctx1, k, geotiff.Uint16, func(*geotiff.Raster) (*geotiff.Raster, error) {
 			close(started)
 			<-ctx1.Done()
 			return nil, ctx1.Err()
@@ -270,11 +312,14 @@ func TestTileCacheCancelledLoader(t *testing.T) {
 	<-started
 	done2 := make(chan error)
 	go func() {
-		r, err := c.get(context.Background(), k, func() (*geotiff.Raster, error) {
+		e, err := c.get(context.Background(), k, geotiff.Uint16, func(*geotiff.Raster) (*geotiff.Raster, error) {
 			return geotiff.NewRaster(geo.Window{Cols: 4, Rows: 4}, geotiff.Uint16), nil
 		})
-		if err == nil && r.Window.Cols != 4 {
-			err = io.ErrUnexpectedEOF
+		if err == nil {
+			if e.r.Window.Cols != 4 {
+				err = io.ErrUnexpectedEOF
+			}
+			c.release(e)
 		}
 		done2 <- err
 	}()

@@ -163,3 +163,34 @@ func TestHTTPReaderAtErrors(t *testing.T) {
 	_, err = geotiff.NewHTTPReaderAt(canceled, nil, srv.URL)
 	require.True(t, errors.Is(err, context.Canceled), "got %v", err)
 }
+
+// ReadWindowInto decodes into a raster of the right type and room, whatever
+// it held, and allocates for any other.
+func TestReadWindowInto(t *testing.T) {
+	f, err := geotiff.Open(bytes.NewReader(repeatedCOG(t, s2Grid, 256)))
+	require.NoError(t, err)
+	ctx := context.Background()
+	w := geo.Window{Col: 1000, Row: 2000, Cols: 300, Rows: 200}
+	want, err := f.ReadWindow(ctx, w)
+	require.NoError(t, err)
+
+	dirty := geotiff.NewRaster(geo.Window{Cols: 400, Rows: 400}, want.Type)
+	for i := range dirty.U16 {
+		dirty.U16[i] = 0xbeef
+	}
+	got, err := f.ReadWindowInto(ctx, w, dirty)
+	require.NoError(t, err)
+	assert.Same(t, dirty, got, "room enough: decoded in place")
+	assert.Equal(t, want.Window, got.Window)
+	assert.Equal(t, want.U16, got.U16)
+
+	for _, other := range []*geotiff.Raster{
+		geotiff.NewRaster(geo.Window{Cols: 10, Rows: 10}, want.Type),       // too small
+		geotiff.NewRaster(geo.Window{Cols: 400, Rows: 400}, geotiff.Uint8), // another type
+	} {
+		got, err := f.ReadWindowInto(ctx, w, other)
+		require.NoError(t, err)
+		assert.NotSame(t, other, got)
+		assert.Equal(t, want.U16, got.U16)
+	}
+}

@@ -177,6 +177,51 @@ func NewRaster(w geo.Window, t DataType) *Raster {
 	return r
 }
 
+// resize makes r a raster of type t covering w over its own samples, when
+// it has that type and room for them, and reports whether it could. The
+// samples keep their old values.
+func (r *Raster) resize(w geo.Window, t DataType) bool {
+	n := w.Len()
+	if r.Type != t {
+		return false
+	}
+	var ok bool
+	switch t {
+	case Uint8:
+		if ok = cap(r.U8) >= n; ok {
+			r.U8 = r.U8[:n]
+		}
+	case Uint16:
+		if ok = cap(r.U16) >= n; ok {
+			r.U16 = r.U16[:n]
+		}
+	case Int16:
+		if ok = cap(r.I16) >= n; ok {
+			r.I16 = r.I16[:n]
+		}
+	case Float32:
+		if ok = cap(r.F32) >= n; ok {
+			r.F32 = r.F32[:n]
+		}
+	case Uint32:
+		if ok = cap(r.U32) >= n; ok {
+			r.U32 = r.U32[:n]
+		}
+	case Int32:
+		if ok = cap(r.I32) >= n; ok {
+			r.I32 = r.I32[:n]
+		}
+	case Float64:
+		if ok = cap(r.F64) >= n; ok {
+			r.F64 = r.F64[:n]
+		}
+	}
+	if ok {
+		r.Window = w
+	}
+	return ok
+}
+
 // At returns sample i (row-major index within the window) as float64.
 func (r *Raster) At(i int) float64 {
 	switch r.Type {
@@ -274,6 +319,11 @@ func (f *File) Overviews() []*Image { return f.overviews }
 // image), reading only the tiles or strips that intersect it, concurrently.
 func (f *File) ReadWindow(ctx context.Context, w geo.Window) (*Raster, error) {
 	return f.full.ReadWindow(ctx, w)
+}
+
+// ReadWindowInto is Image.ReadWindowInto on the full-resolution image.
+func (f *File) ReadWindowInto(ctx context.Context, w geo.Window, reuse *Raster) (*Raster, error) {
+	return f.full.ReadWindowInto(ctx, w, reuse)
 }
 
 // Image is one resolution level of a GeoTIFF.

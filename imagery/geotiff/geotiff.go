@@ -181,45 +181,40 @@ func NewRaster(w geo.Window, t DataType) *Raster {
 // it has that type and room for them, and reports whether it could. The
 // samples keep their old values.
 func (r *Raster) resize(w geo.Window, t DataType) bool {
-	n := w.Len()
 	if r.Type != t {
 		return false
 	}
+	n := w.Len()
 	var ok bool
 	switch t {
 	case Uint8:
-		if ok = cap(r.U8) >= n; ok {
-			r.U8 = r.U8[:n]
-		}
+		ok = reslice(&r.U8, n)
 	case Uint16:
-		if ok = cap(r.U16) >= n; ok {
-			r.U16 = r.U16[:n]
-		}
+		ok = reslice(&r.U16, n)
 	case Int16:
-		if ok = cap(r.I16) >= n; ok {
-			r.I16 = r.I16[:n]
-		}
+		ok = reslice(&r.I16, n)
 	case Float32:
-		if ok = cap(r.F32) >= n; ok {
-			r.F32 = r.F32[:n]
-		}
+		ok = reslice(&r.F32, n)
 	case Uint32:
-		if ok = cap(r.U32) >= n; ok {
-			r.U32 = r.U32[:n]
-		}
+		ok = reslice(&r.U32, n)
 	case Int32:
-		if ok = cap(r.I32) >= n; ok {
-			r.I32 = r.I32[:n]
-		}
+		ok = reslice(&r.I32, n)
 	case Float64:
-		if ok = cap(r.F64) >= n; ok {
-			r.F64 = r.F64[:n]
-		}
+		ok = reslice(&r.F64, n)
 	}
 	if ok {
 		r.Window = w
 	}
 	return ok
+}
+
+// reslice sets *s to its first n elements when its capacity holds them.
+func reslice[T any](s *[]T, n int) bool {
+	if cap(*s) < n {
+		return false
+	}
+	*s = (*s)[:n]
+	return true
 }
 
 // At returns sample i (row-major index within the window) as float64.

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,11 +79,11 @@ func TestDecodeBenchTile(t *testing.T) {
 	const runs = 5
 	var goBest, gdalBest, goCPU, gdalCPU time.Duration
 	for i := 0; i < runs; i++ {
-		cpu0 := processCPU()
+		cpu0 := testenv.ProcessCPU()
 		start := time.Now()
 		r, err := f.ReadWindow(ctx, f.Grid().Full())
 		require.NoError(t, err)
-		d, c := time.Since(start), processCPU()-cpu0
+		d, c := time.Since(start), testenv.ProcessCPU()-cpu0
 		_ = r
 		if i == 0 || d < goBest {
 			goBest, goCPU = d, c
@@ -102,15 +101,6 @@ func TestDecodeBenchTile(t *testing.T) {
 	t.Logf("full decode of %s (best of %d): cropkit %v wall, %v CPU; GDAL_NUM_THREADS=ALL_CPUS gdal_translate -of ENVI %v wall, %v CPU; wall ratio %.2f",
 		name, runs, goBest.Round(time.Millisecond), goCPU.Round(time.Millisecond), gdalBest.Round(time.Millisecond), gdalCPU.Round(time.Millisecond),
 		goBest.Seconds()/gdalBest.Seconds())
-}
-
-// processCPU is the user+system CPU time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkDecodeFullBand(b *testing.B) {

@@ -236,6 +236,23 @@ func (r *ramp) color(v float64) color.RGBA {
 	return r.interpolate(t)
 }
 
+// packed is packColour(r.color(v)), out of line so that packedColour stays
+// small.
+func (r *ramp) packed(v float64) uint32 { return packColour(r.color(v)) }
+
+// mayHaveZeroRG reports whether some colour of r may have R = G = 0 (black
+// or a blue, the candidates for an RGB PNG's colour key): every channel of
+// an interpolated colour lies between the two stops' (lerp), so only a ramp
+// with a stop of R = 0 and a stop of G = 0 can have one.
+func (r *ramp) mayHaveZeroRG() bool {
+	zeroR, zeroG := false, false
+	for _, c := range r.scale {
+		zeroR = zeroR || c.R == 0
+		zeroG = zeroG || c.G == 0
+	}
+	return zeroR && zeroG
+}
+
 // interpolate is the colour at stop position t, 0 ≤ t < r.last. Each
 // channel is a non-decreasing or non-increasing function of t between two
 // stops (every step, the rounding of float64 arithmetic included, is

@@ -1,6 +1,7 @@
 package colormap
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -161,9 +162,11 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 	}
 	s.cols, s.rows, s.upscale = cols, rows, upscale
 	r := newRamp(c)
-	var tab *colourTable
+	tab := &colourTable{} // no table: every colour from r.packed
 	if tables != nil {
-		tab = tables.get(&r)
+		if t := tables.get(&r); t != nil {
+			tab = t
+		}
 	}
 	n := cols * rows
 	s.idx = grow(s.idx, n)
@@ -180,19 +183,22 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 		}
 	}
 	// Colour into palette indices while the colours fit; on the 257th colour
-	// switch to RGB scanlines, back-filling the pixels done so far from the
+	// switch to RGB scanlines, filling the pixels done so far from the
 	// palette.
 	s.paletted = true
 	i := 0
 	for ; i < n; i++ {
-		col := colourOf(tab, &r, values[i])
-		k, ok := s.lookup.index(col, len(s.palette))
+		p, ok := tab.lookup(&r, values[i])
+		if !ok {
+			p = r.packed(values[i])
+		}
+		k, ok := s.lookup.index(p, len(s.palette))
 		if !ok {
 			s.paletted = false
 			break
 		}
 		if int(k) == len(s.palette) {
-			s.palette = append(s.palette, color.NRGBA(col))
+			s.palette = append(s.palette, unpackColour(p))
 		}
 		s.idx[i] = k
 	}
@@ -203,50 +209,45 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 	return nil
 }
 
-// colourOf is the colour of v: through the table when there is one.
-func colourOf(tab *colourTable, r *ramp, v float64) color.RGBA {
-	if tab != nil {
-		return tab.color(r, v)
-	}
-	return r.color(v)
-}
-
-// renderRGB writes the RGB scanlines of values into s.rgb: the first from
-// values from the palette and indices rendered so far, the rest coloured.
-// NaN values get the colour key: the first colour (0, 0, b) that no value
-// has, black when it is free, so a viewer that ignores transparency shows
-// the same black as for the paletted form.
+// renderRGB writes the RGB scanlines of values into s.rgb: the values
+// before from from the palette and indices rendered so far, the rest
+// coloured. NaN values get the colour key: the first colour (0, 0, b) that
+// no value has, black when it is free, so a viewer that ignores
+// transparency shows the same black as for the paletted form.
 func (s *scratch) renderRGB(values []float64, from int, tab *colourTable, r *ramp) {
 	cols, rows := s.cols, s.rows
 	stride := 1 + 3*cols
-	s.rgb = grow(s.rgb, stride*rows)
+	// One byte more than the scanlines: colourRow stores 4 bytes per pixel.
+	s.rgb = grow(s.rgb, stride*rows+1)
 	rgb := s.rgb
 	for y := range rows {
-		rgb[y*stride] = 0 // filter type None
-	}
-	var used [256]bool // which colours (0, 0, b) the values have
-	o, x := 1, 0
-	for i, v := range values {
-		var col color.RGBA
-		if i < from {
-			col = color.RGBA(s.palette[s.idx[i]])
-		} else {
-			col = colourOf(tab, r, v)
+		line := rgb[y*stride : (y+1)*stride+1]
+		line[0] = 0 // filter type None; the previous row's last store wrote here
+		row := values[y*cols : (y+1)*cols]
+		x := min(max(from-y*cols, 0), cols)
+		for j, k := range s.idx[y*cols : y*cols+x] {
+			p := s.palette[k] // transparent is black
+			d := line[1+3*j : 4+3*j : 4+3*j]
+			d[0], d[1], d[2] = p.R, p.G, p.B
 		}
-		if col.R|col.G == 0 && col.A != 0 {
-			used[col.B] = true
-		}
-		d := rgb[o : o+3 : o+3]
-		d[0], d[1], d[2] = col.R, col.G, col.B // NaN: black, the transparent colour's RGB
-		o += 3
-		if x++; x == cols {
-			o, x = o+1, 0
-		}
+		colourRow(line[1+3*x:], row[x:], tab, r)
 	}
 	s.keyOK = false
 	if !s.hasNaN {
 		return
 	}
+	s.key, s.keyOK = [3]uint8{}, true
+	if !r.mayHaveZeroRG() {
+		return // no value is black or (0, 0, b): NaN is black
+	}
+	var used [256]bool // which colours (0, 0, b) the values have
+	for i, v := range values {
+		o := (i/cols)*stride + 1 + 3*(i%cols)
+		if v == v && rgb[o]|rgb[o+1] == 0 {
+			used[rgb[o+2]] = true
+		}
+	}
+	s.keyOK = false
 	for b, u := range used {
 		if !u {
 			s.key, s.keyOK = [3]uint8{0, 0, uint8(b)}, true
@@ -261,6 +262,20 @@ func (s *scratch) renderRGB(values []float64, from int, tab *colourTable, r *ram
 			o := (i/cols)*stride + 1 + 3*(i%cols)
 			rgb[o], rgb[o+1], rgb[o+2] = s.key[0], s.key[1], s.key[2]
 		}
+	}
+}
+
+// colourRow writes the RGB colours of values into dst, NaN as black, with
+// one 4-byte store per value: dst holds one byte more than 3 per value,
+// and that byte is overwritten.
+func colourRow(dst []uint8, values []float64, tab *colourTable, r *ramp) {
+	dst = dst[:3*len(values)+1]
+	for x, v := range values {
+		p, ok := tab.lookup(r, v)
+		if !ok {
+			p = r.packed(v)
+		}
+		binary.LittleEndian.PutUint32(dst[3*x:3*x+4], p)
 	}
 }
 
@@ -347,7 +362,7 @@ func grow(b []uint8, n int) []uint8 {
 // open-addressing hash table: far cheaper per pixel than a Go map, and it
 // never holds more than 256 entries.
 type paletteLookup struct {
-	keys        [1024]uint32 // 0 = empty; opaque colours always have A = 0xff
+	keys        [1024]uint32 // packColour; 0 = empty (opaque colours pack to non-zero)
 	vals        [1024]uint8
 	transparent int // palette index of transparent, or -1
 }
@@ -357,10 +372,11 @@ func (l *paletteLookup) reset() {
 	l.transparent = -1
 }
 
-// index returns the palette index of c, assigning next when c is new, and
-// false when a new colour does not fit in 256 entries.
-func (l *paletteLookup) index(c color.RGBA, next int) (uint8, bool) {
-	if c.A == 0 {
+// index returns the palette index of the packed colour p (packColour),
+// assigning next when p is new, and false when a new colour does not fit in
+// 256 entries.
+func (l *paletteLookup) index(p uint32, next int) (uint8, bool) {
+	if p>>24 == 0 { // transparent
 		if l.transparent < 0 {
 			if next >= 256 {
 				return 0, false
@@ -369,17 +385,16 @@ func (l *paletteLookup) index(c color.RGBA, next int) (uint8, bool) {
 		}
 		return uint8(l.transparent), true
 	}
-	key := uint32(c.R)<<24 | uint32(c.G)<<16 | uint32(c.B)<<8 | uint32(c.A)
-	h := (key * 0x9E3779B1) >> 22 // top 10 bits
+	h := (p * 0x9E3779B1) >> 22 // top 10 bits
 	for {
 		switch l.keys[h] {
-		case key:
+		case p:
 			return l.vals[h], true
 		case 0:
 			if next >= 256 {
 				return 0, false
 			}
-			l.keys[h], l.vals[h] = key, uint8(next)
+			l.keys[h], l.vals[h] = p, uint8(next)
 			return uint8(next), true
 		}
 		h = (h + 1) & 1023

@@ -17,6 +17,7 @@ import (
 // about 95 % of buckets hold a colour.
 type colourTable struct {
 	buckets []uint32 // packColour of the bucket's colour, or mixedBucket
+	limit   float64  // the ramp's last stop position; 0 without buckets
 }
 
 const (
@@ -33,19 +34,22 @@ const (
 	maxTables = 32
 )
 
-// packColour packs an opaque colour as the palette lookup keys it.
+// packColour packs a colour as the table, the palette lookup and the RGB
+// scanlines hold it: R, G, B, A from the low byte up, so that a
+// little-endian 32-bit store writes R, G, B in scanline order. Transparent
+// packs to 0, every opaque colour to non-zero.
 func packColour(c color.RGBA) uint32 {
-	return uint32(c.R)<<24 | uint32(c.G)<<16 | uint32(c.B)<<8 | uint32(c.A)
+	return uint32(c.R) | uint32(c.G)<<8 | uint32(c.B)<<16 | uint32(c.A)<<24
 }
 
-func unpackColour(p uint32) color.RGBA {
-	return color.RGBA{R: uint8(p >> 24), G: uint8(p >> 16), B: uint8(p >> 8), A: uint8(p)}
+func unpackColour(p uint32) color.NRGBA {
+	return color.NRGBA{R: uint8(p), G: uint8(p >> 8), B: uint8(p >> 16), A: uint8(p >> 24)}
 }
 
 // newColourTable builds the table of r.
 func newColourTable(r *ramp) *colourTable {
 	n := int(r.last) * bucketsPerStop
-	tab := &colourTable{buckets: make([]uint32, n)}
+	tab := &colourTable{buckets: make([]uint32, n), limit: r.last}
 	for k := range tab.buckets {
 		first := float64(k) / bucketsPerStop
 		last := math.Nextafter(float64(k+1)/bucketsPerStop, 0)
@@ -56,16 +60,17 @@ func newColourTable(r *ramp) *colourTable {
 	return tab
 }
 
-// color is r.color(v) for the ramp the table was built from.
-func (tab *colourTable) color(r *ramp, v float64) color.RGBA {
-	t := (v - r.start) * r.perV
-	if t > 0 && t < r.last {
-		if p := tab.buckets[int(t*bucketsPerStop)]; p != mixedBucket {
-			return unpackColour(p)
-		}
-		return r.interpolate(t)
+// lookup returns packColour(r.color(v)) and true when the table settles it
+// (a value in a bucket of one colour) or v is NaN (transparent, 0), and
+// false otherwise (clamps, mixed buckets, no table): then the colour is
+// r.packed(v). tab is r's table, or the zero colourTable for any ramp. It is
+// small enough to be inlined into the colouring loops.
+func (tab *colourTable) lookup(r *ramp, v float64) (uint32, bool) {
+	if t := (v - r.start) * r.perV; t > 0 && t < tab.limit {
+		p := tab.buckets[int(t*bucketsPerStop)]
+		return p, p != mixedBucket
 	}
-	return r.color(v)
+	return 0, v != v
 }
 
 // rampKey identifies a ramp: its stops, start and scale factor.

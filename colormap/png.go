@@ -147,6 +147,9 @@ type scratch struct {
 	rgba    []uint8 // one RGBA row, for the RGBA form
 	palette []color.NRGBA
 	lookup  paletteLookup
+	// idIndex is 1 + the palette index of each colour id of the ramp's
+	// table met so far (colourTable.ids), 0 for the others.
+	idIndex []uint16
 	line    []uint8 // one output scanline, filter byte first
 	idat    idatWriter
 }
@@ -184,13 +187,28 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 	}
 	// Colour into palette indices while the colours fit; on the 257th colour
 	// switch to RGB scanlines, filling the pixels done so far from the
-	// palette.
+	// palette. A colour of the table is hashed once (s.lookup), then found
+	// by its id.
 	s.paletted = true
+	s.idIndex = grow(s.idIndex, tab.colours)
+	clear(s.idIndex)
 	i := 0
 	for ; i < n; i++ {
-		p, ok := tab.lookup(&r, values[i])
-		if !ok {
-			p = r.packed(values[i])
+		v := values[i]
+		b, inTable := tab.bucket(&r, v)
+		var p uint32
+		switch {
+		case inTable:
+			if k := s.idIndex[tab.ids[b]]; k != 0 {
+				s.idx[i] = uint8(k - 1)
+				continue
+			}
+			p = tab.buckets[b]
+		case v != v:
+			s.idx[i] = 0 // transparent is entry 0 when there is a NaN
+			continue
+		default:
+			p = r.packed(v)
 		}
 		k, ok := s.lookup.index(p, len(s.palette))
 		if !ok {
@@ -199,6 +217,9 @@ func (s *scratch) render(values []float64, cols, rows int, c Colormap, upscale i
 		}
 		if int(k) == len(s.palette) {
 			s.palette = append(s.palette, unpackColour(p))
+		}
+		if inTable {
+			s.idIndex[tab.ids[b]] = uint16(k) + 1
 		}
 		s.idx[i] = k
 	}
@@ -350,10 +371,10 @@ func expandRow(dst, src []uint8, bpp, k int) {
 	}
 }
 
-// grow returns b resliced to n bytes, reallocating only when too small.
-func grow(b []uint8, n int) []uint8 {
+// grow returns b resliced to n elements, reallocating only when too small.
+func grow[T any](b []T, n int) []T {
 	if cap(b) < n {
-		return make([]uint8, n)
+		return make([]T, n)
 	}
 	return b[:n]
 }

@@ -15,8 +15,15 @@ import (
 // a channel steps) fall back to ramp.color. With 2,048 buckets per pair of
 // stops and channels changing by fewer than ~100 levels between stops,
 // about 95 % of buckets hold a colour.
+//
+// A paletted render also needs the palette index of each value's colour:
+// ids numbers the distinct colours of the buckets, so that a render can
+// keep the index of each colour it met in a small array (scratch.idIndex)
+// instead of hashing the colour of every value.
 type colourTable struct {
 	buckets []uint32 // packColour of the bucket's colour, or mixedBucket
+	ids     []uint16 // per bucket, the number of its colour among colours
+	colours int      // the distinct colours of the buckets
 	limit   float64  // the ramp's last stop position; 0 without buckets
 }
 
@@ -49,14 +56,24 @@ func unpackColour(p uint32) color.NRGBA {
 // newColourTable builds the table of r.
 func newColourTable(r *ramp) *colourTable {
 	n := int(r.last) * bucketsPerStop
-	tab := &colourTable{buckets: make([]uint32, n), limit: r.last}
+	tab := &colourTable{buckets: make([]uint32, n), ids: make([]uint16, n), limit: r.last}
+	ids := map[uint32]uint16{}
 	for k := range tab.buckets {
 		first := float64(k) / bucketsPerStop
 		last := math.Nextafter(float64(k+1)/bucketsPerStop, 0)
 		if a := r.interpolate(first); a == r.interpolate(last) {
-			tab.buckets[k] = packColour(a)
+			p := packColour(a)
+			id, ok := ids[p]
+			if !ok {
+				// At most 766 colours between two stops (each channel
+				// monotonic), so fewer than 2¹⁶ in all.
+				id = uint16(len(ids))
+				ids[p] = id
+			}
+			tab.buckets[k], tab.ids[k] = p, id
 		}
 	}
+	tab.colours = len(ids)
 	return tab
 }
 
@@ -66,11 +83,19 @@ func newColourTable(r *ramp) *colourTable {
 // r.packed(v). tab is r's table, or the zero colourTable for any ramp. It is
 // small enough to be inlined into the colouring loops.
 func (tab *colourTable) lookup(r *ramp, v float64) (uint32, bool) {
-	if t := (v - r.start) * r.perV; t > 0 && t < tab.limit {
-		p := tab.buckets[int(t*bucketsPerStop)]
-		return p, p != mixedBucket
+	if b, ok := tab.bucket(r, v); ok {
+		return tab.buckets[b], true
 	}
 	return 0, v != v
+}
+
+// bucket returns the bucket of v and true when that bucket holds a colour.
+func (tab *colourTable) bucket(r *ramp, v float64) (int, bool) {
+	if t := (v - r.start) * r.perV; t > 0 && t < tab.limit {
+		b := int(t * bucketsPerStop)
+		return b, tab.buckets[b] != mixedBucket
+	}
+	return 0, false
 }
 
 // rampKey identifies a ramp: its stops, start and scale factor.

@@ -21,10 +21,11 @@ import (
 // keep the index of each colour it met in a small array (scratch.idIndex)
 // instead of hashing the colour of every value.
 type colourTable struct {
-	buckets []uint32 // packColour of the bucket's colour, or mixedBucket
-	ids     []uint16 // per bucket, the number of its colour among colours
-	colours int      // the distinct colours of the buckets
-	limit   float64  // the ramp's last stop position; 0 without buckets
+	buckets []uint32  // packColour of the bucket's colour, or mixedBucket
+	ids     []uint16  // per bucket, the number of its colour among colours
+	colours int       // the distinct colours of the buckets
+	limit   float64   // the ramp's last stop position; 0 without buckets
+	ends    [2]uint32 // the packed first and last colours; 0 without buckets
 }
 
 const (
@@ -74,19 +75,27 @@ func newColourTable(r *ramp) *colourTable {
 		}
 	}
 	tab.colours = len(ids)
+	tab.ends = [2]uint32{packColour(r.scale[0]), packColour(r.scale[len(r.scale)-1])}
 	return tab
 }
 
 // lookup returns packColour(r.color(v)) and true when the table settles it
-// (a value in a bucket of one colour) or v is NaN (transparent, 0), and
-// false otherwise (clamps, mixed buckets, no table): then the colour is
-// r.packed(v). tab is r's table, or the zero colourTable for any ramp. It is
-// small enough to be inlined into the colouring loops.
+// (a value in a bucket of one colour or beyond either end of the ramp) or v
+// is NaN (transparent, 0), and false otherwise (mixed buckets, no table):
+// then the colour is r.packed(v). tab is r's table, or the zero colourTable
+// for any ramp. It is small enough to be inlined into the colouring loops.
 func (tab *colourTable) lookup(r *ramp, v float64) (uint32, bool) {
-	if b, ok := tab.bucket(r, v); ok {
-		return tab.buckets[b], true
+	t := (v - r.start) * r.perV
+	switch {
+	case t > 0 && t < tab.limit:
+		p := tab.buckets[int(t*bucketsPerStop)]
+		return p, p != mixedBucket
+	case v != v:
+		return 0, true
+	case t > 0: // t ≥ r.last, or any t without a table
+		return tab.ends[1], tab.ends[1] != 0
 	}
-	return 0, v != v
+	return tab.ends[0], tab.ends[0] != 0 // t ≤ 0, or NaN from an infinite perV
 }
 
 // bucket returns the bucket of v and true when that bucket holds a colour.

@@ -236,8 +236,8 @@ func (r *ramp) color(v float64) color.RGBA {
 	return r.interpolate(t)
 }
 
-// packed is packColour(r.color(v)), out of line so that packedColour stays
-// small.
+// packed is packColour(r.color(v)): the colours colourTable.lookup leaves
+// to the ramp, out of line so that the colouring loops stay small.
 func (r *ramp) packed(v float64) uint32 { return packColour(r.color(v)) }
 
 // mayHaveZeroRG reports whether some colour of r may have R = G = 0 (black

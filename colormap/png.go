@@ -257,9 +257,9 @@ func (s *scratch) renderRGB(values []float64, from int, tab *colourTable, r *ram
 	if !s.hasNaN {
 		return
 	}
-	s.key, s.keyOK = [3]uint8{}, true
 	if !r.mayHaveZeroRG() {
-		return // no value is black or (0, 0, b): NaN is black
+		s.key, s.keyOK = [3]uint8{}, true // no value is black: NaN is black
+		return
 	}
 	var used [256]bool // which colours (0, 0, b) the values have
 	for i, v := range values {
@@ -268,7 +268,6 @@ func (s *scratch) renderRGB(values []float64, from int, tab *colourTable, r *ram
 			used[rgb[o+2]] = true
 		}
 	}
-	s.keyOK = false
 	for b, u := range used {
 		if !u {
 			s.key, s.keyOK = [3]uint8{0, 0, uint8(b)}, true

@@ -22,7 +22,7 @@ import (
 // instead of hashing the colour of every value.
 type colourTable struct {
 	buckets []uint32  // packColour of the bucket's colour, or mixedBucket
-	ids     []uint16  // per bucket, the number of its colour among colours
+	ids     []uint16  // per bucket, its colour's number, 0 to colours−1
 	colours int       // the distinct colours of the buckets
 	limit   float64   // the ramp's last stop position; 0 without buckets
 	ends    [2]uint32 // the packed first and last colours; 0 without buckets

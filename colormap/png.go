@@ -87,7 +87,9 @@ func (e *Encoder) Encode(w io.Writer, values []float64, cols, rows int, c Colorm
 	if err := s.writePNG(w, values, &zw, level); err != nil {
 		return fmt.Errorf("encode png %dx%d: %w", cols*upscale, rows*upscale, err)
 	}
-	e.zw[li].Put(zw)
+	if zw != nil { // nil when the image needed no zlib.Writer
+		e.zw[li].Put(zw)
+	}
 	return nil
 }
 
@@ -152,6 +154,9 @@ type scratch struct {
 	idIndex []uint16
 	line    []uint8 // one output scanline, filter byte first
 	idat    idatWriter
+	// deflater and zbuf compress RGB scanlines (rgbDeflater) into zbuf.
+	deflater rgbDeflater
+	zbuf     []uint8
 }
 
 // render colours values into s, through the ramp's table in tables when

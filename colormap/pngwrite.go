@@ -68,6 +68,26 @@ func (s *scratch) writePNG(w io.Writer, values []float64, zw **zlib.Writer, leve
 	s.line = hdr[:0] // keep the buffer for the scanlines
 
 	s.idat.reset(w)
+	if ctype == ctRGB && s.upscale == 1 && level == zlib.BestSpeed {
+		// The usual field image: its scanlines as they are, deflated by
+		// the matcher made for them.
+		s.zbuf = s.deflater.zlib(s.zbuf[:0], s.rgb[:(1+3*s.cols)*s.rows], 1+3*s.cols)
+		if _, err := s.idat.Write(s.zbuf); err != nil {
+			return err
+		}
+	} else if err := s.deflate(zw, level, ctype, values); err != nil {
+		return err
+	}
+	if err := s.idat.flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(appendChunk(s.line[:0], "IEND", nil))
+	return err
+}
+
+// deflate writes the zlib stream of the image's scanlines into s.idat
+// through zw, a reusable writer of the given level, created when nil.
+func (s *scratch) deflate(zw **zlib.Writer, level int, ctype uint8, values []float64) error {
 	if *zw == nil {
 		z, err := zlib.NewWriterLevel(&s.idat, level)
 		if err != nil {
@@ -80,14 +100,7 @@ func (s *scratch) writePNG(w io.Writer, values []float64, zw **zlib.Writer, leve
 	if err := s.writeRows(*zw, ctype, values); err != nil {
 		return err
 	}
-	if err := (*zw).Close(); err != nil {
-		return err
-	}
-	if err := s.idat.flush(); err != nil {
-		return err
-	}
-	_, err := w.Write(appendChunk(s.line[:0], "IEND", nil))
-	return err
+	return (*zw).Close()
 }
 
 // writeRows deflates the scanlines of the image into zw: the RGB rows

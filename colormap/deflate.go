@@ -19,14 +19,45 @@ import (
 // about a quarter smaller than klauspost's level 1 and faster.
 type rgbDeflater struct {
 	head     [1 << rgbHashBits]int32 // 1 + where each hashed colour last started, 0 = nowhere
-	tokens   []uint32                // literal byte, or matchToken | length<<16 | distance
+	tokens   []uint32                // see tokenize
 	litFreq  [286]int32              // literal/length symbols (256 ends the block)
 	distFreq [30]int32
 	lit      huffmanCode
 	dist     huffmanCode
-	bits     uint64 // pending output bits, the first in the lowest bit
-	nbits    uint
-	out      []uint8
+	w        bitWriter
+}
+
+// bitWriter appends bits to out, the first in the lowest bit of a byte.
+// Every write stores 8 bytes, so out must have 8 bytes of room beyond what
+// is written (reserve).
+type bitWriter struct {
+	acc uint64 // pending bits, the first lowest
+	n   uint   // pending bits in acc, < 8 between writes
+	out []uint8
+}
+
+// reserve makes room for n more bytes of output.
+func (w *bitWriter) reserve(n int) { w.out = slices.Grow(w.out, n+8) }
+
+// write appends the n (≤ 56) lowest bits of b, without a branch: the
+// pending bits are stored whole, and the complete bytes among them kept.
+func (w *bitWriter) write(b uint64, n uint) {
+	w.acc |= b << w.n
+	w.n += n
+	o := len(w.out)
+	binary.LittleEndian.PutUint64(w.out[o:o+8], w.acc)
+	k := w.n >> 3
+	w.out = w.out[:o+int(k)]
+	w.acc >>= k * 8 // a shift by 64 gives 0
+	w.n &= 7
+}
+
+// flush writes the pending bits, the last byte padded with zeros.
+func (w *bitWriter) flush() {
+	if w.n > 0 {
+		w.out = append(w.out, uint8(w.acc))
+	}
+	w.acc, w.n = 0, 0
 }
 
 const (
@@ -48,8 +79,7 @@ type huffmanCode struct {
 // zlib appends to dst the zlib stream (RFC 1950, deflate RFC 1951) of src,
 // which holds scanlines of stride bytes, and returns it.
 func (d *rgbDeflater) zlib(dst, src []uint8, stride int) []uint8 {
-	d.out = append(dst, 0x78, 0x01) // deflate, 32 KiB window, no dictionary
-	d.bits, d.nbits = 0, 0
+	d.w = bitWriter{out: append(dst, 0x78, 0x01)} // deflate, 32 KiB window, no dictionary
 	clear(d.head[:])
 	for start := 0; ; start += rgbBlockBytes {
 		end := min(start+rgbBlockBytes, len(src))
@@ -59,19 +89,24 @@ func (d *rgbDeflater) zlib(dst, src []uint8, stride int) []uint8 {
 			break
 		}
 	}
-	d.flushBits()
-	out := binary.BigEndian.AppendUint32(d.out, adler32.Checksum(src))
-	d.out = nil
+	d.w.flush()
+	out := binary.BigEndian.AppendUint32(d.w.out, adler32.Checksum(src))
+	d.w.out = nil
 	return out
 }
 
 // tokenize finds the literals and matches of src[start:end] (matches may
 // reach back before start, not beyond end) into d.tokens and counts their
-// symbols.
+// symbols. A token is 1 to 3 literal bytes (their count<<24 | the bytes,
+// the first lowest) or a match (matchToken | distance symbol<<24 |
+// (length−3)<<16 | distance−1).
 func (d *rgbDeflater) tokenize(src []uint8, start, end, stride int) {
-	d.tokens = d.tokens[:0]
-	clear(d.litFreq[:])
-	clear(d.distFreq[:])
+	// Locals, not d's fields: the loop keeps them in registers and on
+	// its stack.
+	tokens := d.tokens[:0]
+	var litFreq [286]int32
+	var distFreq [30]int32
+	var pixelMatches int32
 	rowStart := start - start%stride
 	i := start
 	for i < end {
@@ -79,45 +114,80 @@ func (d *rgbDeflater) tokenize(src []uint8, start, end, stride int) {
 			rowStart += stride
 		}
 		off := i - rowStart - 1 // the byte's place in its row's pixels
-		if off < 0 || off%3 != 0 || i+4 > end {
-			d.literal(src[i])
-			i++
+		if off < 0 || off%3 != 0 || i+8 > end {
+			// Up to the next pixel's start (1 or 2 bytes; 1 at the filter
+			// byte), or the last bytes, as literals.
+			k := 1
+			if off >= 0 {
+				k = min(3-off%3, end-i, 2)
+			}
+			t := uint32(k) << 24
+			for j := range k {
+				t |= uint32(src[i+j]) << (8 * j)
+				litFreq[src[i+j]]++
+			}
+			tokens = append(tokens, t)
+			i += k
 			continue
 		}
-		colour := binary.LittleEndian.Uint32(src[i:]) & 0xffffff
+		// The pixel and the 5 bytes after it, against the same bytes at the
+		// pixel before and at the last place of the pixel's colour: a match
+		// starts with the same colour, and most are a pixel or two long.
+		cur := binary.LittleEndian.Uint64(src[i:])
+		colour := uint32(cur) & 0xffffff
 		h := (colour * 0x9E3779B1) >> (32 - rgbHashBits)
 		cand := int(d.head[h]) - 1
 		d.head[h] = int32(i + 1)
-		limit := min(maxMatch, end-i)
-		length, dist := 0, 0
+		var diff uint64
+		dist := 0
 		if i >= 3 {
-			length, dist = matchLength(src[i:i+limit], src[i-3:]), 3
-		}
-		if cand >= 0 && i-cand <= windowSize && i-cand != 3 {
-			if l := matchLength(src[i:i+limit], src[cand:]); l > length {
-				length, dist = l, i-cand
+			if diff = cur ^ binary.LittleEndian.Uint64(src[i-3:]); diff&0xffffff == 0 {
+				dist = 3
 			}
 		}
-		if length < 3 {
-			// No match of the colour: the pixel as three literals.
-			d.literal(src[i])
-			d.literal(src[i+1])
-			d.literal(src[i+2])
+		if dist == 0 && cand >= 0 && i-cand <= windowSize {
+			if diff = cur ^ binary.LittleEndian.Uint64(src[cand:]); diff&0xffffff == 0 {
+				dist = i - cand
+			}
+		}
+		if dist == 0 {
+			// A new colour here: the pixel as three literals.
+			tokens = append(tokens, 3<<24|colour)
+			litFreq[uint8(colour)]++
+			litFreq[uint8(colour>>8)]++
+			litFreq[uint8(colour>>16)]++
 			i += 3
 			continue
 		}
-		d.tokens = append(d.tokens, matchToken|uint32(length)<<16|uint32(dist))
-		sym, _, _ := lengthSymbol(length)
-		d.litFreq[sym]++
 		dsym, _, _ := distanceSymbol(dist)
-		d.distFreq[dsym]++
+		distFreq[dsym]++
+		length := bits.TrailingZeros64(diff) >> 3
+		if length < 6 {
+			// One pixel, the usual match: taken as 3 bytes, so that the
+			// next pixel's place does not wait for this comparison (the
+			// loop is bound by that chain of loads otherwise).
+			tokens = append(tokens, matchToken|uint32(dsym)<<24|uint32(dist-1))
+			pixelMatches++
+			i += 3
+			continue
+		}
+		if diff == 0 {
+			limit := min(maxMatch, end-i)
+			length = 8 + matchLength(src[i+8:i+limit], src[i+8-dist:])
+		}
+		if i+length < rowStart+stride {
+			// Within the row: end where a pixel starts, for the next
+			// pixel's colour to be looked up (a byte or two of the next
+			// pixel would otherwise go as literals).
+			length -= length % 3
+		}
+		tokens = append(tokens, matchToken|uint32(dsym)<<24|uint32(length-3)<<16|uint32(dist-1))
+		sym, _, _ := lengthSymbol(length)
+		litFreq[sym]++
 		i += length
 	}
-}
-
-func (d *rgbDeflater) literal(b uint8) {
-	d.tokens = append(d.tokens, uint32(b))
-	d.litFreq[b]++
+	litFreq[257] += pixelMatches // length 3
+	d.tokens, d.litFreq, d.distFreq = tokens, litFreq, distFreq
 }
 
 // matchLength is the length of the common prefix of a and b (len(a) at
@@ -226,57 +296,68 @@ func (d *rgbDeflater) writeBlock(final bool) {
 	if final {
 		bfinal = 1
 	}
-	d.writeBits(bfinal|2<<1, 3) // BFINAL, BTYPE 2: dynamic Huffman codes
-	d.writeBits(uint64(nlit-257)|uint64(ndist-1)<<5|uint64(nclen-4)<<10, 14)
+	// The writer in a local variable, and room for the block's worst case
+	// (48 bits a token), keep the loop below in registers.
+	w := d.w
+	w.reserve(6*len(d.tokens) + 512)
+	w.write(bfinal|2<<1, 3) // BFINAL, BTYPE 2: dynamic Huffman codes
+	w.write(uint64(nlit-257)|uint64(ndist-1)<<5|uint64(nclen-4)<<10, 14)
 	for _, s := range order[:nclen] {
-		d.writeBits(uint64(cl.lengths[s]), 3)
+		w.write(uint64(cl.lengths[s]), 3)
 	}
 	for _, r := range rle[:n] {
 		s := r & 0xff
-		d.writeBits(uint64(cl.codes[s]), uint(cl.lengths[s]))
+		w.write(uint64(cl.codes[s]), uint(cl.lengths[s]))
 		switch s {
 		case 16:
-			d.writeBits(uint64(r>>8), 2)
+			w.write(uint64(r>>8), 2)
 		case 17:
-			d.writeBits(uint64(r>>8), 3)
+			w.write(uint64(r>>8), 3)
 		case 18:
-			d.writeBits(uint64(r>>8), 7)
+			w.write(uint64(r>>8), 7)
 		}
 	}
 
-	lit, dist := &d.lit, &d.dist
+	// The codes of the tokens: a match's length code and extra bits for
+	// each length, the distance codes with their count of extra bits.
+	lit := &d.lit
+	var lengthCode [256]uint32
+	var lengthBits [256]uint8
+	for x := range lengthCode {
+		sym, ne, extra := lengthSymbol(x + 3)
+		lengthCode[x] = uint32(lit.codes[sym]) | extra<<lit.lengths[sym]
+		lengthBits[x] = lit.lengths[sym] + uint8(ne)
+	}
+	var distCode [30]uint32
+	var distLen, distExtra [30]uint8
+	for s := range distCode {
+		distCode[s], distLen[s] = uint32(d.dist.codes[s]), d.dist.lengths[s]
+		distExtra[s] = uint8(max(s-2, 0) / 2)
+	}
 	for _, t := range d.tokens {
 		if t&matchToken == 0 {
-			d.writeBits(uint64(lit.codes[t]), uint(lit.lengths[t]))
+			// One to three literals in one write (≤ 45 bits).
+			b0, b1, b2 := uint8(t), uint8(t>>8), uint8(t>>16)
+			code, n := uint64(lit.codes[b0]), uint(lit.lengths[b0])
+			if t>>24 >= 2 {
+				code |= uint64(lit.codes[b1]) << n
+				n += uint(lit.lengths[b1])
+			}
+			if t>>24 == 3 {
+				code |= uint64(lit.codes[b2]) << n
+				n += uint(lit.lengths[b2])
+			}
+			w.write(code, n)
 			continue
 		}
-		sym, ne, extra := lengthSymbol(int(t >> 16 & 0x1ff))
-		d.writeBits(uint64(lit.codes[sym])|uint64(extra)<<lit.lengths[sym], uint(lit.lengths[sym])+ne)
-		dsym, dne, dextra := distanceSymbol(int(t & 0xffff))
-		d.writeBits(uint64(dist.codes[dsym])|uint64(dextra)<<dist.lengths[dsym], uint(dist.lengths[dsym])+dne)
+		// A match in one write (≤ 48 bits).
+		x, ds := t>>16&0xff, t>>24&0x1f
+		ln := uint(lengthBits[x])
+		dextra := t & 0xffff & (1<<distExtra[ds] - 1)
+		w.write(uint64(lengthCode[x])|uint64(distCode[ds]|dextra<<distLen[ds])<<ln, ln+uint(distLen[ds])+uint(distExtra[ds]))
 	}
-	d.writeBits(uint64(lit.codes[256]), uint(lit.lengths[256]))
-}
-
-// writeBits appends the n (≤ 32) lowest bits of b to the output.
-func (d *rgbDeflater) writeBits(b uint64, n uint) {
-	d.bits |= b << d.nbits
-	d.nbits += n
-	if d.nbits >= 32 {
-		d.out = binary.LittleEndian.AppendUint32(d.out, uint32(d.bits))
-		d.bits >>= 32
-		d.nbits -= 32
-	}
-}
-
-// flushBits writes the pending bits, the last byte padded with zeros.
-func (d *rgbDeflater) flushBits() {
-	for d.nbits > 0 {
-		d.out = append(d.out, uint8(d.bits))
-		d.bits >>= 8
-		d.nbits -= min(d.nbits, 8)
-	}
-	d.bits = 0
+	w.write(uint64(lit.codes[256]), uint(lit.lengths[256]))
+	d.w = w
 }
 
 func countUsed(freq []int32) int {

@@ -131,8 +131,10 @@ func boolInt(b bool) uint32 {
 }
 
 func FuzzRGBDeflater(f *testing.F) {
-	for _, tc := range deflateInputs()[:12] {
-		f.Add(tc.src, uint16(tc.stride))
+	for _, tc := range deflateInputs() {
+		if len(tc.src) <= 1<<15 {
+			f.Add(tc.src, uint16(tc.stride))
+		}
 	}
 	var d rgbDeflater
 	f.Fuzz(func(t *testing.T, src []uint8, stride uint16) {

@@ -3,6 +3,7 @@ package colormap
 import (
 	"encoding/binary"
 	"hash/adler32"
+	"io"
 	"math/bits"
 	"slices"
 )
@@ -10,13 +11,14 @@ import (
 // rgbDeflater writes the zlib stream of RGB scanlines (a filter byte, then
 // 3 bytes per pixel). A field image's colours are few (hundreds) but noisy
 // from pixel to pixel, so most of what deflate can find are single pixels
-// repeated somewhere in the last 32 KiB: 3-byte matches. The general
-// matchers of klauspost/compress and compress/flate need 4 bytes and look
-// at every byte; this one looks only where a pixel starts, at the last
-// place the same colour started (a hash of its 3 bytes) and at the pixel
-// before, and takes the longer match, greedily. It writes one dynamic
-// Huffman block per rgbBlockBytes of input. On noisy field images it is
-// about a quarter smaller than klauspost's level 1 and faster.
+// repeated somewhere in the last 32 KiB: 3-byte matches. The matchers of
+// klauspost/compress and compress/flate need 4 bytes and look at every
+// byte; this one looks only where a pixel starts, at the pixel before and
+// at the last place the same colour started (a hash of its 3 bytes), takes
+// the first that has the colour, greedily, and ends matches where a pixel
+// starts. It writes one dynamic Huffman block per rgbBlockBytes of input.
+// On noisy field images it is a third faster than klauspost's level 1 and
+// its output 23–29 % smaller (BenchmarkEncodeFieldImages).
 type rgbDeflater struct {
 	head     [1 << rgbHashBits]int32 // 1 + where each hashed colour last started, 0 = nowhere
 	tokens   []uint32                // see tokenize
@@ -76,23 +78,29 @@ type huffmanCode struct {
 	codes   [286]uint16
 }
 
-// zlib appends to dst the zlib stream (RFC 1950, deflate RFC 1951) of src,
-// which holds scanlines of stride bytes, and returns it.
-func (d *rgbDeflater) zlib(dst, src []uint8, stride int) []uint8 {
-	d.w = bitWriter{out: append(dst, 0x78, 0x01)} // deflate, 32 KiB window, no dictionary
+// zlib writes to w the zlib stream (RFC 1950, deflate RFC 1951) of src,
+// which holds scanlines of stride bytes, one block's output at a time.
+func (d *rgbDeflater) zlib(w io.Writer, src []uint8, stride int) error {
+	d.w = bitWriter{out: append(d.w.out[:0], 0x78, 0x01)} // deflate, 32 KiB window, no dictionary
 	clear(d.head[:])
 	for start := 0; ; start += rgbBlockBytes {
 		end := min(start+rgbBlockBytes, len(src))
 		d.tokenize(src, start, end, stride)
-		d.writeBlock(end == len(src))
-		if end == len(src) {
-			break
+		final := end == len(src)
+		d.writeBlock(final)
+		if final {
+			d.w.flush()
+			d.w.out = binary.BigEndian.AppendUint32(d.w.out, adler32.Checksum(src))
+		}
+		// The complete bytes; a partial one stays in d.w.acc.
+		if _, err := w.Write(d.w.out); err != nil {
+			return err
+		}
+		d.w.out = d.w.out[:0]
+		if final {
+			return nil
 		}
 	}
-	d.w.flush()
-	out := binary.BigEndian.AppendUint32(d.w.out, adler32.Checksum(src))
-	d.w.out = nil
-	return out
 }
 
 // tokenize finds the literals and matches of src[start:end] (matches may

@@ -34,7 +34,9 @@ type PNGOptions struct {
 	Upscale int
 	// CompressionLevel selects the deflate effort. The zero value
 	// (png.DefaultCompression) means png.BestSpeed: rendering throughput
-	// matters more here than a few bytes. png.BestCompression and
+	// matters more here than a few bytes (an RGB image at upscale 1 is then
+	// deflated by rgbDeflater, which is also smaller than klauspost's
+	// levels on noisy field images). png.BestCompression and
 	// png.NoCompression are honoured. Rows are never filtered (filters cost
 	// more time than they save on paletted field images).
 	CompressionLevel png.CompressionLevel
@@ -151,12 +153,10 @@ type scratch struct {
 	lookup  paletteLookup
 	// idIndex is 1 + the palette index of each colour id of the ramp's
 	// table met so far (colourTable.ids), 0 for the others.
-	idIndex []uint16
-	line    []uint8 // one output scanline, filter byte first
-	idat    idatWriter
-	// deflater and zbuf compress RGB scanlines (rgbDeflater) into zbuf.
-	deflater rgbDeflater
-	zbuf     []uint8
+	idIndex  []uint16
+	line     []uint8 // one output scanline, filter byte first
+	idat     idatWriter
+	deflater rgbDeflater // for the RGB scanlines
 }
 
 // render colours values into s, through the ramp's table in tables when

@@ -9,9 +9,10 @@ import (
 )
 
 // The PNG writer below exists for speed: compared with image/png it skips
-// row filtering, deflates with klauspost/compress, writes RGB with a colour
-// key instead of RGBA when it can, and upscales row by row without building
-// the upscaled image.
+// row filtering, deflates RGB field images with a matcher made for their
+// scanlines (rgbDeflater) and the others with klauspost/compress, writes
+// RGB with a colour key instead of RGBA when it can, and upscales row by
+// row without building the upscaled image.
 
 const (
 	pngSignature = "\x89PNG\r\n\x1a\n"
@@ -71,8 +72,7 @@ func (s *scratch) writePNG(w io.Writer, values []float64, zw **zlib.Writer, leve
 	if ctype == ctRGB && s.upscale == 1 && level == zlib.BestSpeed {
 		// The usual field image: its scanlines as they are, deflated by
 		// the matcher made for them.
-		s.zbuf = s.deflater.zlib(s.zbuf[:0], s.rgb[:(1+3*s.cols)*s.rows], 1+3*s.cols)
-		if _, err := s.idat.Write(s.zbuf); err != nil {
+		if err := s.deflater.zlib(&s.idat, s.rgb[:(1+3*s.cols)*s.rows], 1+3*s.cols); err != nil {
 			return err
 		}
 	} else if err := s.deflate(zw, level, ctype, values); err != nil {

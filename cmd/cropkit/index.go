@@ -231,6 +231,13 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		return fmt.Errorf("create output folder: %w", err)
 	}
 	sortFields(fields, scenes[0])
+	geoms := make([]orb.MultiPolygon, len(fields))
+	for i, f := range fields {
+		geoms[i] = f.geom
+	}
+	for _, s := range scenes {
+		s.PlanFields(geoms)
+	}
 	if job.cpuProfile != "" {
 		stop, err := startCPUProfile(job.cpuProfile)
 		if err != nil {

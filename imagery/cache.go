@@ -19,9 +19,11 @@ import (
 const defaultBlock = 512
 
 // readDN returns the samples of window w (inside b's grid) as float64,
-// row-major. Through the scene's cache it reads whole tile-aligned blocks, so
-// fields sharing a tile decode it once; without the cache it reads w directly.
-func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, error) {
+// row-major, through cv when not nil (each row converted as it is copied,
+// while it is in cache). Through the scene's cache it reads whole
+// tile-aligned blocks, so fields sharing a tile decode it once; without the
+// cache it reads w directly.
+func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window, cv *dnConverter) ([]float64, error) {
 	// A band finer than the scene (a crafted SCL of centimetre pixels under
 	// 10 m bands) has more pixels under the field than the scene grid says.
 	if err := checkWindow(b.name, w, b.grid, s.maxPix); err != nil {
@@ -33,7 +35,7 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, e
 		if err != nil {
 			return nil, fmt.Errorf("read %s window %s: %w", b.name, w, err)
 		}
-		if err := copyRaster(out, w, r); err != nil {
+		if err := copyRaster(out, w, r, cv); err != nil {
 			return nil, fmt.Errorf("read %s window %s: %w", b.name, w, err)
 		}
 		return out, nil
@@ -72,7 +74,7 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window) ([]float64, e
 				return b.file.ReadWindowInto(ctx, top, reuse)
 			})
 			if err == nil {
-				err = copyRaster(out, w, e.r)
+				err = copyRaster(out, w, e.r, cv)
 				s.cache.release(e)
 			}
 			if err != nil {
@@ -101,8 +103,8 @@ func blockSize(f *geotiff.File) (int, int) {
 }
 
 // copyRaster copies the part of r that lies in window dstWin into dst
-// (row-major over dstWin).
-func copyRaster(dst []float64, dstWin geo.Window, r *geotiff.Raster) error {
+// (row-major over dstWin), through cv when not nil.
+func copyRaster(dst []float64, dstWin geo.Window, r *geotiff.Raster, cv *dnConverter) error {
 	if r == nil {
 		return fmt.Errorf("nil raster")
 	}
@@ -157,6 +159,9 @@ func copyRaster(dst []float64, dstWin geo.Window, r *geotiff.Raster) error {
 			for i := range d {
 				d[i] = r.At(off + i)
 			}
+		}
+		if cv != nil {
+			cv.convert(d, d)
 		}
 	}
 	return nil

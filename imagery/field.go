@@ -361,20 +361,20 @@ func (s *Scene) readScaled(ctx context.Context, b *band, target geo.Grid) ([]flo
 		}
 		return out, nil
 	}
-	dn, err := s.readDN(ctx, b, rs.src)
-	if err != nil {
-		return nil, err
-	}
 	// Reflectance = (DN + add) / divisor: dividing by 10000 rather than
 	// multiplying by 0.0001 (inexact in binary) matches numpy's DN/10000.
 	// The two forms are separate loops, not a function value: this runs
-	// once per pixel of every band.
+	// once per pixel of every band. The band's own pixels are converted,
+	// as they are read: once each, also where resampling repeats them.
 	cv := dnConverter{add: b.add, scale: b.scale, nodata: b.nodata, hasND: b.hasND}
 	if d := 1 / b.scale; d == math.Round(d) {
 		cv.divisor, cv.divide = d, true
 	}
-	if rs.identity() { // same grid as the scene: convert in place
-		cv.convert(dn, dn)
+	dn, err := s.readDN(ctx, b, rs.src, &cv)
+	if err != nil {
+		return nil, err
+	}
+	if rs.identity() { // same grid as the scene
 		return dn, nil
 	}
 	nan := math.NaN()
@@ -395,7 +395,6 @@ func (s *Scene) readScaled(ctx context.Context, b *band, target geo.Grid) ([]flo
 			}
 			line[c] = srcLine[sc]
 		}
-		cv.convert(line, line)
 	}
 	return out, nil
 }
@@ -480,7 +479,7 @@ func (s *Scene) readMask(ctx context.Context, target geo.Grid) ([]bool, error) {
 	if rs.src.Empty() {
 		return clear, nil // outside the mask's extent: treat as no data
 	}
-	dn, err := s.readDN(ctx, m, rs.src)
+	dn, err := s.readDN(ctx, m, rs.src, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package imagery
 
 import (
 	"context"
+	"math"
 	"sort"
 	"sync"
 	"testing"
@@ -130,4 +131,72 @@ func TestTileCacheDecodesDeeperOnDemand(t *testing.T) {
 	sort.Ints(loads)
 	assert.LessOrEqual(t, len(loads), 32)
 	assert.Equal(t, 63, loads[len(loads)-1])
+}
+
+// TestProductPixelStates: pixels outside the field are NaN and not
+// counted; masked pixels and pixels where one of the index's bands has no
+// data count as masked (cloud cover); a non-finite index value is dropped
+// without counting — the same whether the band has a state bit (the first
+// six bands of a read) or is tested by value (beyond them).
+func TestProductPixelStates(t *testing.T) {
+	bands := []string{"B01", "B02", "B03", "B04", "B05", "B06", "B07"}
+	nan := math.NaN()
+	fr := &FieldRaster{
+		Grid:        geo.Grid{Cols: 5, Rows: 1, DX: 10, DY: 10},
+		InField:     []bool{false, true, true, true, true},
+		Clear:       []bool{true, false, true, true, true},
+		FieldPixels: 4,
+		Bands:       map[string][]float64{},
+	}
+	for _, b := range bands {
+		fr.Bands[b] = []float64{0.1, 0.1, 0.1, 0.1, 0.2}
+	}
+	fr.Bands["B07"][2] = nan // no data in the seventh band (no state bit)
+	fr.Bands["B02"][3] = nan // no data in the second band
+	sum := func(b [][]float64, out []float64) {
+		for i := range out {
+			out[i] = b[0][i] + b[1][i]
+		}
+	}
+	ratio := func(b [][]float64, out []float64) {
+		for i := range out {
+			out[i] = b[0][i] / (b[1][i] - 0.1) // +Inf where b[1] = 0.1
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		bands     []string
+		compute   func(b [][]float64, out []float64)
+		wantNum   int
+		wantCloud float64 // percent of the 4 field pixels
+		wantVals  []float64
+	}{
+		// pixel 1 masked, 2 no data in B07, 3 no data in B02, 4 fine
+		{"seventh band", []string{"B07", "B05"}, sum, 2, 50, []float64{nan, nan, nan, 0.2, 0.4}},
+		{"second band", []string{"B02", "B05"}, sum, 2, 50, []float64{nan, nan, 0.2, nan, 0.4}},
+		{"infinite dropped, not masked", []string{"B05", "B03"}, ratio, 1, 25, []float64{nan, nan, nan, nan, 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ix := Index{Name: "x", Bands: tt.bands, Compute: tt.compute}
+			for _, ps := range []pixelStates{fr.pixelStates(bands), fr.pixelStates(tt.bands)} {
+				p, err := fr.product(ix, ps)
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantNum, p.Stats.Num)
+				assert.InDelta(t, tt.wantCloud, p.Stats.CloudCover, 1e-9)
+				require.Len(t, p.Values, 5)
+				for i, w := range tt.wantVals {
+					if math.IsNaN(w) {
+						assert.True(t, math.IsNaN(p.Values[i]), "pixel %d: %v", i, p.Values[i])
+					} else {
+						assert.InDelta(t, w, p.Values[i], 1e-12, "pixel %d", i)
+					}
+				}
+			}
+		})
+	}
+	// A raster whose flags do not match its grid is refused, not read past.
+	bad := *fr
+	bad.Clear = bad.Clear[:3]
+	_, err := bad.Product(Index{Name: "x", Bands: []string{"B05", "B03"}, Compute: sum})
+	require.Error(t, err)
 }

@@ -29,7 +29,7 @@ func (s *Scene) readDN(ctx context.Context, b *band, w geo.Window, cv *dnConvert
 	if err := checkWindow(b.name, w, b.grid, s.maxPix); err != nil {
 		return nil, err
 	}
-	out := make([]float64, w.Len())
+	out := s.floats.get(w.Len()) // every sample is written below
 	if s.cache == nil {
 		r, err := b.file.ReadWindow(ctx, w)
 		if err != nil {
@@ -432,4 +432,32 @@ func (c *tileCache) takeFree(t geotiff.DataType) *geotiff.Raster {
 		}
 	}
 	return nil
+}
+
+// floatPool hands out float64 arrays for the temporary arrays of field reads
+// (a band's samples on its own grid and on the scene's) and takes them back
+// once a read's products are computed (ProjectedFieldProducts): a field's
+// bands are about 50 bytes per pixel that would otherwise be allocated and
+// zeroed anew for every field. The zero value is ready to use.
+type floatPool struct {
+	p sync.Pool // of *[]float64
+}
+
+// get returns an array of n values, holding anything: the caller writes
+// every one.
+func (fp *floatPool) get(n int) []float64 {
+	if v, ok := fp.p.Get().(*[]float64); ok {
+		if cap(*v) >= n {
+			return (*v)[:n]
+		}
+		fp.p.Put(v) // for a smaller read
+	}
+	return make([]float64, n)
+}
+
+// put takes back an array nobody reads any more.
+func (fp *floatPool) put(v []float64) {
+	if cap(v) > 0 {
+		fp.p.Put(&v)
+	}
 }

@@ -201,7 +201,7 @@ func (s *Scene) readWindow(ctx context.Context, field orb.MultiPolygon, bands, k
 				fr.decibels = make(map[string][]float64, len(keepDecibels))
 			}
 			fr.decibels[name] = v
-			lin := make([]float64, len(v))
+			lin := s.floats.get(len(v))
 			toLinear(lin, v)
 			v = lin
 		} else {
@@ -355,7 +355,7 @@ func (s *Scene) readScaled(ctx context.Context, b *band, target geo.Grid) ([]flo
 	}
 	rs := newResampling(target, b.grid)
 	if rs.src.Empty() {
-		out := make([]float64, target.Cols*target.Rows)
+		out := s.floats.get(target.Cols * target.Rows)
 		for i := range out {
 			out[i] = math.NaN()
 		}
@@ -378,7 +378,8 @@ func (s *Scene) readScaled(ctx context.Context, b *band, target geo.Grid) ([]flo
 		return dn, nil
 	}
 	nan := math.NaN()
-	out := make([]float64, target.Cols*target.Rows)
+	out := s.floats.get(target.Cols * target.Rows) // every value is written below
+	defer s.floats.put(dn)
 	for row, sr := range rs.rows {
 		line := out[row*rs.tcols : (row+1)*rs.tcols]
 		if sr < 0 {
@@ -483,6 +484,7 @@ func (s *Scene) readMask(ctx context.Context, target geo.Grid) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.floats.put(dn)
 	for row, sr := range rs.rows {
 		if sr < 0 {
 			continue

@@ -66,6 +66,15 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
 	}
 	defer release()
+	defer func() {
+		// The products hold arrays of their own: the bands' go back.
+		for _, v := range fr.Bands {
+			s.floats.put(v)
+		}
+		for _, v := range fr.decibels {
+			s.floats.put(v)
+		}
+	}()
 	states := fr.pixelStates(bands)
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {

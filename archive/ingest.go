@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paulmach/orb"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cropkit/cropkit/api"
@@ -167,6 +168,11 @@ func (a *Archive) IngestScene(ctx context.Context, scene *imagery.Scene, opts In
 		fields = slices.DeleteFunc(fields, func(f Field) bool { return !slices.Contains(opts.Fields, f.ID) })
 	}
 	res.Fields = len(fields)
+	geoms := make([]orb.MultiPolygon, len(fields))
+	for i, f := range fields {
+		geoms[i] = f.Geometry
+	}
+	scene.PlanFields(geoms) // tiles decode only as deep as these fields reach
 	if opts.Source != "" {
 		err := a.store.RecordScene(ctx, SceneRecord{ID: scene.ID(), Source: opts.Source, Date: res.Date, Bound: footprint})
 		if err != nil {

@@ -145,13 +145,13 @@ func utm33(t testing.TB, ring orb.Ring) orb.MultiPolygon {
 func TestTileCacheEviction(t *testing.T) {
 	c := newTileCache(3 * 512) // three 256-sample uint16 blocks
 	loads := 0
-	load := func(*geotiff.Raster) (*geotiff.Raster, error) {
+	load := func(*geotiff.Raster, int) (*geotiff.Raster, error) {
 		loads++
 		return geotiff.NewRaster(geo.Window{Cols: 16, Rows: 16}, geotiff.Uint16), nil
 	}
 	b := &band{name: "B04"}
 	get := func(bx int) {
-		e, err := c.get(context.Background(), blockKey{b, bx, 0}, geotiff.Uint16, load)
+		e, err := c.get(context.Background(), blockKey{b, bx, 0}, geotiff.Uint16, 16, load)
 		require.NoError(t, err)
 		c.release(e)
 	}
@@ -172,7 +172,7 @@ func TestTileCacheRecyclesEvictedRasters(t *testing.T) {
 	c := newTileCache(2 * 512) // two 256-sample uint16 blocks
 	b := &band{name: "B04"}
 	var got []*geotiff.Raster // the reuse each load was offered
-	load := func(reuse *geotiff.Raster) (*geotiff.Raster, error) {
+	load := func(reuse *geotiff.Raster, _ int) (*geotiff.Raster, error) {
 		got = append(got, reuse)
 		if reuse != nil {
 			return reuse, nil
@@ -180,7 +180,7 @@ func TestTileCacheRecyclesEvictedRasters(t *testing.T) {
 		return geotiff.NewRaster(geo.Window{Cols: 16, Rows: 16}, geotiff.Uint16), nil
 	}
 	get := func(bx int) *cacheEntry {
-		e, err := c.get(context.Background(), blockKey{b, bx, 0}, geotiff.Uint16, load)
+		e, err := c.get(context.Background(), blockKey{b, bx, 0}, geotiff.Uint16, 16, load)
 		require.NoError(t, err)
 		return e
 	}
@@ -200,7 +200,7 @@ func TestTileCacheRecyclesEvictedRasters(t *testing.T) {
 	c.release(held) // block 0's raster: recycled at its last release
 	assert.Contains(t, c.free, block0)
 	// A raster of another sample type is not offered for uint8 blocks.
-	e, err := c.get(context.Background(), blockKey{b, 9, 0}, geotiff.Uint8, load)
+	e, err := c.get(context.Background(), blockKey{b, 9, 0}, geotiff.Uint8, 16, load)
 	require.NoError(t, err)
 	c.release(e)
 	assert.Nil(t, got[len(got)-1])
@@ -302,7 +302,7 @@ func TestTileCacheCancelledLoader(t *testing.T) {
 	started := make(chan struct{})
 	done1 := make(chan error)
 	go func() {
-		_, err := c.get(ctx1, k, geotiff.Uint16, func(*geotiff.Raster) (*geotiff.Raster, error) {
+		_, err := c.get(ctx1, k, geotiff.Uint16, 4, func(*geotiff.Raster, int) (*geotiff.Raster, error) {
 			close(started)
 			<-ctx1.Done()
 			return nil, ctx1.Err()
@@ -312,7 +312,7 @@ func TestTileCacheCancelledLoader(t *testing.T) {
 	<-started
 	done2 := make(chan error)
 	go func() {
-		e, err := c.get(context.Background(), k, geotiff.Uint16, func(*geotiff.Raster) (*geotiff.Raster, error) {
+		e, err := c.get(context.Background(), k, geotiff.Uint16, 4, func(*geotiff.Raster, int) (*geotiff.Raster, error) {
 			return geotiff.NewRaster(geo.Window{Cols: 4, Rows: 4}, geotiff.Uint16), nil
 		})
 		if err == nil {

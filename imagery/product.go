@@ -66,9 +66,19 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 		return nil, fmt.Errorf("field in scene %s: %w", s.id, err)
 	}
 	defer release()
+	defer func() {
+		// The products hold arrays of their own: the bands' go back.
+		for _, v := range fr.Bands {
+			s.floats.put(v)
+		}
+		for _, v := range fr.decibels {
+			s.floats.put(v)
+		}
+	}()
+	states := fr.pixelStates(bands)
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
-		p, err := fr.Product(ix)
+		p, err := fr.product(ix, states)
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +134,82 @@ func (fr *FieldRaster) bandDecibels(ix Index) []float64 {
 // Product computes ix over the field raster, which must hold ix.Bands. Its
 // Date is left zero. Stats.Num is 0 when no pixel is usable.
 func (fr *FieldRaster) Product(ix Index) (Product, error) {
+	return fr.product(ix, fr.pixelStates(ix.Bands))
+}
+
+// pixelStates is what product needs to know of each pixel, worked out once
+// for all the indices of a read: bit 0 set outside the field, bit 1 where
+// masked, bit 2+k where band k of bands has no data (NaN). The bits of
+// bands beyond the sixth are not kept: bandBits then says to look at the
+// values.
+type pixelStates struct {
+	bands []string
+	state []uint8
+}
+
+const (
+	stateOutside = 1 << iota
+	stateMasked
+	stateBand0
+	maxStateBands = 6
+)
+
+// pixelStates works out the states of the field's pixels for bands (those
+// fr holds).
+func (fr *FieldRaster) pixelStates(bands []string) pixelStates {
+	n := len(fr.InField)
+	ps := pixelStates{bands: bands, state: make([]uint8, n)}
+	if len(fr.Clear) != n {
+		return ps // product refuses the raster
+	}
+	clear := fr.Clear[:n]
+	for i, in := range fr.InField {
+		var st uint8
+		if !in {
+			st = stateOutside
+		}
+		if !clear[i] {
+			st |= stateMasked
+		}
+		ps.state[i] = st
+	}
+	for k, name := range bands[:min(len(bands), maxStateBands)] {
+		v, ok := fr.Bands[name]
+		if !ok || len(v) != n {
+			continue // product reports the missing band
+		}
+		bit := uint8(stateBand0 << k)
+		for i, x := range v {
+			if x != x {
+				ps.state[i] |= bit
+			}
+		}
+	}
+	return ps
+}
+
+// bandBits is the state bits of the named bands, and false when one of
+// them has no bit (then product tests the band values themselves).
+func (ps pixelStates) bandBits(names []string) (uint8, bool) {
+	var bits uint8
+	for _, name := range names {
+		k := -1
+		for j, b := range ps.bands {
+			if b == name {
+				k = j
+				break
+			}
+		}
+		if k < 0 || k >= maxStateBands {
+			return 0, false
+		}
+		bits |= stateBand0 << k
+	}
+	return bits, true
+}
+
+// product is Product with the pixel states of fr worked out already.
+func (fr *FieldRaster) product(ix Index, ps pixelStates) (Product, error) {
 	n := fr.Grid.Cols * fr.Grid.Rows
 	in := make([][]float64, len(ix.Bands))
 	for k, name := range ix.Bands {
@@ -162,25 +248,33 @@ func (fr *FieldRaster) Product(ix Index) (Product, error) {
 	if linear != nil {
 		linearSum = make([]float64, 0, cap(clear))
 	}
+	if len(fr.InField) != n || len(fr.Clear) != n || len(ps.state) != n {
+		return Product{}, fmt.Errorf("index %s: %d in-field and %d clear flags for %d pixels", ix.Name, len(fr.InField), len(fr.Clear), n)
+	}
+	bits, byState := ps.bandBits(ix.Bands)
+	nan := math.NaN()
 	for i, v := range values {
-		if !fr.InField[i] {
-			values[i] = math.NaN()
+		st := ps.state[i]
+		if st&stateOutside != 0 {
+			values[i] = nan
 			continue
 		}
-		usable := fr.Clear[i]
-		for _, b := range in {
-			if math.IsNaN(b[i]) {
-				usable = false
-				break
+		usable := st&(stateMasked|bits) == 0
+		if usable && !byState {
+			for _, b := range in {
+				if b[i] != b[i] {
+					usable = false
+					break
+				}
 			}
 		}
 		if !usable {
 			masked++
-			values[i] = math.NaN()
+			values[i] = nan
 			continue
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			values[i] = math.NaN()
+		if v-v != 0 { // NaN or ±Inf
+			values[i] = nan
 			continue
 		}
 		clear = append(clear, v)

@@ -76,8 +76,9 @@ type Scene struct {
 	maskedAs [256]bool        // mask value → masked
 	sensor   Sensor
 	cache    *tileCache
-	maxPix   int64   // per field window, ≤ 0 for none
-	budget   *Budget // never nil
+	floats   floatPool // the temporary arrays of field reads
+	maxPix   int64     // per field window, ≤ 0 for none
+	budget   *Budget   // never nil
 	client   *http.Client
 	openFn   func(ctx context.Context, name string) (io.ReaderAt, error)
 	// remote: the scene came from a network item, whose bands are only ever

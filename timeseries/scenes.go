@@ -58,6 +58,7 @@ func SceneObservations(ctx context.Context, scenes []*imagery.Scene, fields []or
 		g.Go(func() error {
 			row := make([]Observation, len(fields))
 			name := sensor(s)
+			s.PlanFields(fields) // tiles decode only as deep as the fields reach
 			for fi, f := range fields {
 				if err := gctx.Err(); err != nil {
 					return err

@@ -26,6 +26,7 @@ import (
 
 	"github.com/cropkit/cropkit/geo"
 	"github.com/cropkit/cropkit/imagery"
+	"github.com/cropkit/cropkit/internal/atomicfile"
 	"github.com/cropkit/cropkit/render"
 )
 
@@ -231,6 +232,13 @@ func (job *indexJob) run(ctx context.Context, cat *imagery.Catalogue, stdout, st
 		return fmt.Errorf("create output folder: %w", err)
 	}
 	sortFields(fields, scenes[0])
+	geoms := make([]orb.MultiPolygon, len(fields))
+	for i, f := range fields {
+		geoms[i] = f.geom
+	}
+	for _, s := range scenes {
+		s.PlanFields(geoms)
+	}
 	if job.cpuProfile != "" {
 		stop, err := startCPUProfile(job.cpuProfile)
 		if err != nil {
@@ -393,26 +401,10 @@ func (job *indexJob) field(ctx context.Context, f namedField, scenes []*imagery.
 	return nil
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// folder and a rename, so readers never see a partial file. The file is not
-// synced: a power loss may lose recent outputs, which a rerun recomputes.
+// writeAtomic writes data to path whole or not at all (atomicfile.Write):
+// outputs are not synced, a rerun recomputes what a power loss loses.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, data)
 }
 
 // startCPUProfile profiles the process into path until the returned stop is called.

@@ -75,6 +75,24 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 			s.floats.put(v)
 		}
 	}()
+	out, err := fr.products(idx, bands, &s.floats)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Date = s.date
+		out[i].Sensor = s.sensor
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("field in scene %s: %w (%d field pixels)", s.id, ErrNoClearPixels, fr.FieldPixels)
+	}
+	return out, nil
+}
+
+// products computes the indices idx, which use the bands bands, over fr:
+// the products with at least one clear pixel, in order. Their Date and
+// Sensor are left zero. Scratch arrays come from pool.
+func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([]Product, error) {
 	states := fr.pixelStates(bands)
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
@@ -85,12 +103,7 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 		if p.Stats.Num == 0 {
 			continue
 		}
-		p.Date = s.date
-		p.Sensor = s.sensor
 		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("field in scene %s: %w (%d field pixels)", s.id, ErrNoClearPixels, fr.FieldPixels)
 	}
 	return out, nil
 }

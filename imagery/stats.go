@@ -40,14 +40,8 @@ func statsOf(v []float64) Stats {
 		return Stats{Mean: nan, Median: nan, Std: nan, Min: nan, Max: nan, P25: nan, P75: nan}
 	}
 	// Pairwise summation keeps the mean within an ulp or two of numpy's.
-	mean := pairwiseSum(v) / float64(n)
-	var ss float64
-	lo, hi := v[0], v[0]
-	for _, x := range v {
-		d := x - mean
-		ss += d * d
-		lo, hi = min(lo, x), max(hi, x)
-	}
+	sum, lo, hi := pairwiseSumMinMax(v)
+	mean := sum / float64(n)
 	// numpy's "linear" percentiles need the order statistics at floor(pos)
 	// and the next rank, pos = p/100·(n−1).
 	var ranks [6]int
@@ -57,8 +51,30 @@ func statsOf(v []float64) Stats {
 		k := int(math.Floor(pos))
 		ranks[2*i], ranks[2*i+1], frac[i] = k, min(k+1, n-1), pos-float64(k)
 	}
+	// One pass for the sum of squares and orderStats' histogram: the sum
+	// is a chain of dependent additions (kept in order, as numpy's), which
+	// leaves the histogram's counting free.
+	var ss float64
+	var count [orderBuckets + 1]int32
+	scale, bucketed := bucketScale(n, lo, hi)
+	if bucketed {
+		for _, x := range v {
+			d := x - mean
+			ss += d * d
+			count[min(int((x-lo)*scale), orderBuckets)]++
+		}
+	} else {
+		for _, x := range v {
+			d := x - mean
+			ss += d * d
+		}
+	}
 	var at [6]float64
-	orderStats(v, lo, hi, ranks[:], at[:])
+	if bucketed {
+		selectCounted(v, lo, scale, &count, ranks[:], at[:])
+	} else {
+		selectRanks(v, ranks[:], at[:])
+	}
 	var q [3]float64
 	for i := range q {
 		a, b, f := at[2*i], at[2*i+1], frac[i]
@@ -86,48 +102,68 @@ const orderBuckets = 1024
 // among. Quickselect on all of v, which this replaced, took five to six
 // passes of unpredictable comparisons for the three quartiles of a field.
 func orderStats(v []float64, lo, hi float64, ranks []int, out []float64) {
-	n := len(v)
+	scale, bucketed := bucketScale(len(v), lo, hi)
+	if !bucketed {
+		selectRanks(v, ranks, out)
+		return
+	}
+	var count [orderBuckets + 1]int32
+	for _, x := range v {
+		count[min(int((x-lo)*scale), orderBuckets)]++
+	}
+	selectCounted(v, lo, scale, &count, ranks, out)
+}
+
+// bucketScale is the factor taking a value x of [lo, hi] to its bucket
+// int((x−lo)·scale) (capped at orderBuckets), and false when n values are
+// too few to bucket or the range too narrow or too wide for buckets.
+func bucketScale(n int, lo, hi float64) (float64, bool) {
 	scale := orderBuckets / (hi - lo)
-	if n >= 256 && scale > 0 && !math.IsInf(scale, 0) {
-		bucket := func(x float64) int { return min(int((x-lo)*scale), orderBuckets) }
-		var count [orderBuckets + 1]int32
-		for _, x := range v {
-			count[bucket(x)]++
-		}
-		// The bucket of each rank, and the rank among the kept values.
-		var keep [orderBuckets + 1]bool
-		var buf [8]int
-		local := buf[:0]
-		if len(ranks) > len(buf) {
-			local = make([]int, 0, len(ranks))
-		}
-		local = local[:len(ranks)]
-		below, skipped, kept, r := 0, 0, 0, 0
-		for b, c := range count {
-			for r < len(ranks) && ranks[r] < below+int(c) {
-				if !keep[b] {
-					keep[b] = true
-					kept += int(c)
-				}
-				local[r] = ranks[r] - skipped
-				r++
-			}
-			below += int(c)
+	return scale, n >= 256 && scale > 0 && !math.IsInf(scale, 0)
+}
+
+// selectCounted is orderStats given count, the histogram of v's buckets
+// (see bucketScale).
+func selectCounted(v []float64, lo, scale float64, count *[orderBuckets + 1]int32, ranks []int, out []float64) {
+	n := len(v)
+	// The bucket of each rank, and the rank among the kept values.
+	var keep [orderBuckets + 1]bool
+	var buf [8]int
+	local := buf[:0]
+	if len(ranks) > len(buf) {
+		local = make([]int, 0, len(ranks))
+	}
+	local = local[:len(ranks)]
+	below, skipped, kept, r := 0, 0, 0, 0
+	for b, c := range count {
+		for r < len(ranks) && ranks[r] < below+int(c) {
 			if !keep[b] {
-				skipped += int(c)
+				keep[b] = true
+				kept += int(c)
 			}
+			local[r] = ranks[r] - skipped
+			r++
 		}
-		if kept <= n/2 {
-			w := 0
-			for _, x := range v {
-				if keep[bucket(x)] {
-					v[w] = x
-					w++
-				}
-			}
-			v, ranks = v[:w], local
+		below += int(c)
+		if !keep[b] {
+			skipped += int(c)
 		}
 	}
+	if kept <= n/2 {
+		w := 0
+		for _, x := range v {
+			if keep[min(int((x-lo)*scale), orderBuckets)] {
+				v[w] = x
+				w++
+			}
+		}
+		v, ranks = v[:w], local
+	}
+	selectRanks(v, ranks, out)
+}
+
+// selectRanks sets out[i] to the ranks[i]-th smallest of v; ranks ascend.
+func selectRanks(v []float64, ranks []int, out []float64) {
 	// Ascending ranks: each selection leaves the larger values to its
 	// right, so the next one searches only those.
 	from := 0
@@ -197,7 +233,7 @@ func bitsLen(n int) int {
 }
 
 func pairwiseSum(v []float64) float64 {
-	if len(v) <= 128 {
+	if len(v) <= pairwiseLeaf {
 		var s float64
 		for _, x := range v {
 			s += x
@@ -206,6 +242,133 @@ func pairwiseSum(v []float64) float64 {
 	}
 	h := len(v) / 2
 	return pairwiseSum(v[:h]) + pairwiseSum(v[h:])
+}
+
+// pairwiseLeaf is the length up to which pairwiseSum adds in one loop.
+const pairwiseLeaf = 128
+
+// pairwiseSumMinMax is pairwiseSum(v) (the same additions in the same
+// order, so the same float64) with v's smallest and largest value as the
+// builtin min and max give them (−0 below +0); v is not empty and finite.
+func pairwiseSumMinMax(v []float64) (sum, lo, hi float64) {
+	lo, hi = v[0], v[0]
+	sum = pairwiseSumRange(v, &lo, &hi)
+	// The comparisons take the first of equal values: the zeros'
+	// signs are what min and max would make them.
+	if lo == 0 && !math.Signbit(lo) && slices.ContainsFunc(v, isNegativeZero) {
+		lo = math.Copysign(0, -1)
+	}
+	if hi == 0 && math.Signbit(hi) && slices.ContainsFunc(v, isPositiveZero) {
+		hi = 0
+	}
+	return sum, lo, hi
+}
+
+func isNegativeZero(x float64) bool { return x == 0 && math.Signbit(x) }
+func isPositiveZero(x float64) bool { return x == 0 && !math.Signbit(x) }
+
+// pairwiseSumRange is pairwiseSum(v), lowering *lo and raising *hi to
+// v's extremes (by comparison: the first of equal values stays). The
+// leaves of the summation tree are independent chains of additions: it
+// runs those under one node of up to 4·pairwiseLeaf values side by side,
+// where pairwiseSum waits for each addition in turn.
+func pairwiseSumRange(v []float64, lo, hi *float64) float64 {
+	if len(v) > 4*pairwiseLeaf {
+		h := len(v) / 2
+		return pairwiseSumRange(v[:h], lo, hi) + pairwiseSumRange(v[h:], lo, hi)
+	}
+	// The leaves under this node, left to right, and the shape of the
+	// tree above them: split[k] says child k (left, right) is two leaves.
+	var leaves [4][]float64
+	var split [2]bool
+	nl := 0
+	if len(v) <= pairwiseLeaf {
+		leaves[0] = v
+		nl = 1
+	} else {
+		h := len(v) / 2
+		for k, c := range [2][]float64{v[:h], v[h:]} {
+			if len(c) > pairwiseLeaf {
+				split[k] = true
+				ch := len(c) / 2
+				leaves[nl], leaves[nl+1] = c[:ch], c[ch:]
+				nl += 2
+			} else {
+				leaves[nl] = c
+				nl++
+			}
+		}
+	}
+	var sums [4]float64
+	l, h := *lo, *hi
+	m := 0
+	if nl == 4 {
+		a, b, c, d := leaves[0], leaves[1], leaves[2], leaves[3]
+		m = min(len(a), len(b), len(c), len(d))
+		a, b, c, d = a[:m], b[:m], c[:m], d[:m]
+		var sa, sb, sc, sd float64
+		for i := range m {
+			xa, xb, xc, xd := a[i], b[i], c[i], d[i]
+			sa += xa
+			sb += xb
+			sc += xc
+			sd += xd
+			if xa < l {
+				l = xa
+			}
+			if xa > h {
+				h = xa
+			}
+			if xb < l {
+				l = xb
+			}
+			if xb > h {
+				h = xb
+			}
+			if xc < l {
+				l = xc
+			}
+			if xc > h {
+				h = xc
+			}
+			if xd < l {
+				l = xd
+			}
+			if xd > h {
+				h = xd
+			}
+		}
+		sums = [4]float64{sa, sb, sc, sd}
+	}
+	for k, leaf := range leaves[:nl] {
+		s := sums[k]
+		for _, x := range leaf[m:] {
+			s += x
+			if x < l {
+				l = x
+			}
+			if x > h {
+				h = x
+			}
+		}
+		sums[k] = s
+	}
+	*lo, *hi = l, h
+	if nl == 1 {
+		return sums[0]
+	}
+	var child [2]float64
+	k := 0
+	for c := range child {
+		if split[c] {
+			child[c] = sums[k] + sums[k+1]
+			k += 2
+		} else {
+			child[c] = sums[k]
+			k++
+		}
+	}
+	return child[0] + child[1]
 }
 
 // MeanVariation is the percent change of mean versus the previous image's

@@ -156,3 +156,107 @@ func TestOrderStatsMatchSort(t *testing.T) {
 		}
 	}
 }
+
+// statsBefore is statsOf as it was before its passes were fused (a sum,
+// then the sum of squares with min and max, then orderStats with its own
+// histogram pass): the new one must give the same float64s.
+func statsBefore(v []float64) Stats {
+	n := len(v)
+	if n == 0 {
+		nan := math.NaN()
+		return Stats{Mean: nan, Median: nan, Std: nan, Min: nan, Max: nan, P25: nan, P75: nan}
+	}
+	mean := pairwiseSum(v) / float64(n)
+	var ss float64
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		d := x - mean
+		ss += d * d
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	var ranks [6]int
+	var frac [3]float64
+	for i, p := range [3]float64{25, 50, 75} {
+		pos := p / 100 * float64(n-1)
+		k := int(math.Floor(pos))
+		ranks[2*i], ranks[2*i+1], frac[i] = k, min(k+1, n-1), pos-float64(k)
+	}
+	var at [6]float64
+	orderStats(v, lo, hi, ranks[:], at[:])
+	var q [3]float64
+	for i := range q {
+		a, b, f := at[2*i], at[2*i+1], frac[i]
+		switch {
+		case f == 0:
+			q[i] = a
+		case f >= 0.5:
+			q[i] = b - (b-a)*(1-f)
+		default:
+			q[i] = a + (b-a)*f
+		}
+	}
+	return Stats{Mean: mean, Median: q[1], Std: math.Sqrt(ss / float64(n)), Min: lo, Max: hi, P25: q[0], P75: q[2], Num: n}
+}
+
+// TestStatsOfSameAsBefore: the fused passes and the side-by-side pairwise
+// leaves give bit for bit the statistics of the plain passes, on every
+// size up to past a few summation leaves and on shapes with ties, one
+// value, all equal, signed zeros, outliers and huge ranges.
+func TestStatsOfSameAsBefore(t *testing.T) {
+	seed := uint64(3)
+	rnd := func() float64 { // xorshift in [0, 1)
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return float64(seed>>11) / (1 << 53)
+	}
+	shapes := map[string]func(i int) float64{
+		"ndvi-like": func(int) float64 { return 0.6 + 0.2*(rnd()+rnd()+rnd()-1.5) },
+		"ties":      func(int) float64 { return math.Floor(rnd()*4) / 4 },
+		"all-equal": func(int) float64 { return 0.1 },
+		"zeros": func(i int) float64 {
+			if i%3 == 0 {
+				return math.Copysign(0, -1)
+			}
+			return 0
+		},
+		"zeros-positive-first": func(i int) float64 {
+			if i%3 == 1 {
+				return math.Copysign(0, -1)
+			}
+			return 0
+		},
+		"negative-zeros": func(int) float64 { return math.Copysign(0, -1) },
+		"outlier": func(i int) float64 {
+			if i == 3 {
+				return -1e300
+			}
+			return 0.5 + 1e-6*rnd()
+		},
+		"wide":  func(int) float64 { return math.MaxFloat64 * (2*rnd() - 1) },
+		"large": func(int) float64 { return 1e8 + rnd() },
+	}
+	sizes := []int{1, 2, 3, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1000, 1025, 2049, 17_600, 100_003}
+	for n := 4; n < 1100; n += 37 {
+		sizes = append(sizes, n)
+	}
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	for name, gen := range shapes {
+		for _, n := range sizes {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = gen(i)
+			}
+			sum, lo, hi := pairwiseSumMinMax(v)
+			require.True(t, same(pairwiseSum(v), sum), "%s n=%d sum", name, n)
+			want := statsBefore(slices.Clone(v))
+			require.True(t, same(want.Min, lo) && same(want.Max, hi), "%s n=%d min/max", name, n)
+			got := statsOf(v)
+			require.Equal(t, want.Num, got.Num)
+			for _, f := range [][3]any{{"mean", want.Mean, got.Mean}, {"median", want.Median, got.Median}, {"std", want.Std, got.Std},
+				{"min", want.Min, got.Min}, {"max", want.Max, got.Max}, {"p25", want.P25, got.P25}, {"p75", want.P75, got.P75}} {
+				require.True(t, same(f[1].(float64), f[2].(float64)), "%s n=%d %s: %v, want %v", name, n, f[0], f[2], f[1])
+			}
+		}
+	}
+}

@@ -190,8 +190,7 @@ func TestParseSensor(t *testing.T) {
 // benchFieldRaster is a 150×120 px field window like the peers' scattered
 // fields: a diamond-shaped field (half the window outside it, in runs
 // along the rows), 15 % of its pixels masked at random (scattered
-// clouds), a few pixels without data in one band, and the five bands of
-// ndvi, ndre, ndwi and evi.
+// clouds), and the five bands of ndvi, ndre, ndwi and evi.
 func benchFieldRaster() (*FieldRaster, []string) {
 	const cols, rows = 150, 120
 	n := cols * rows
@@ -221,9 +220,6 @@ func benchFieldRaster() (*FieldRaster, []string) {
 			if fr.InField[i] {
 				fr.FieldPixels++
 			}
-			if i%997 == 5 {
-				fr.Bands["B05"][i] = math.NaN()
-			}
 		}
 	}
 	return fr, bands
@@ -243,4 +239,99 @@ func BenchmarkProductPixels(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(4*len(fr.InField)), "ns/pixel")
+}
+
+// TestProductsSameAsPixelLoop: the products of one read computed on the
+// gathered usable pixels are bit for bit those of the pixel-by-pixel loop
+// (product) — values and statistics — with scattered masks, no data in
+// some bands only, infinite and NaN index values, one usable pixel, all
+// equal values, nothing usable, and no field pixel at all.
+func TestProductsSameAsPixelLoop(t *testing.T) {
+	nan := math.NaN()
+	cases := map[string]func(fr *FieldRaster){
+		"as read": func(*FieldRaster) {},
+		"no data in B05": func(fr *FieldRaster) {
+			for i := 5; i < len(fr.InField); i += 997 {
+				fr.Bands["B05"][i] = nan
+			}
+		},
+		"no data everywhere": func(fr *FieldRaster) { fillBand(fr, "B04", nan) },
+		"no data in all bands at a pixel": func(fr *FieldRaster) {
+			for _, v := range fr.Bands {
+				v[9075] = nan
+			}
+		},
+		"infinite and NaN values": func(fr *FieldRaster) {
+			for i := 0; i < len(fr.InField); i += 13 {
+				fr.Bands["B04"][i] = -fr.Bands["B08"][i] // x/0: ±Inf, 0/0: NaN
+			}
+			fr.Bands["B08"][9075], fr.Bands["B04"][9075] = 0, 0
+		},
+		"all equal": func(fr *FieldRaster) {
+			fillBand(fr, "B08", 0.3)
+			fillBand(fr, "B04", 0.1)
+		},
+		"one usable pixel": func(fr *FieldRaster) {
+			for i := range fr.Clear {
+				fr.Clear[i] = i == 9075
+			}
+		},
+		"all masked": func(fr *FieldRaster) { clear(fr.Clear) },
+		"no field pixel": func(fr *FieldRaster) {
+			clear(fr.InField)
+			fr.FieldPixels = 0
+		},
+	}
+	names := []string{"ndvi", "ndre", "ndwi", "evi", "savi", "msavi2"}
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			fr, _ := benchFieldRaster()
+			change(fr)
+			idx, bands, err := resolve(NewCatalogue(), names)
+			require.NoError(t, err)
+			states := fr.pixelStates(bands)
+			var want []Product
+			for _, ix := range idx {
+				p, err := fr.product(ix, states)
+				require.NoError(t, err)
+				if p.Stats.Num > 0 {
+					want = append(want, p)
+				}
+			}
+			var pool floatPool
+			got, err := fr.products(idx, bands, &pool)
+			require.NoError(t, err)
+			require.Len(t, got, len(want))
+			for k, w := range want {
+				g := got[k]
+				require.Equal(t, w.Index, g.Index)
+				require.Equal(t, w.Grid, g.Grid)
+				require.Len(t, g.Values, len(w.Values))
+				for i := range w.Values {
+					require.True(t, same(w.Values[i], g.Values[i]), "%s pixel %d: %v, want %v", w.Index, i, g.Values[i], w.Values[i])
+				}
+				ws, gs := w.Stats, g.Stats
+				require.Equal(t, [2]int{ws.Num, ws.FieldPixels}, [2]int{gs.Num, gs.FieldPixels}, w.Index)
+				for f, pair := range [][2]float64{{ws.Mean, gs.Mean}, {ws.Median, gs.Median}, {ws.Std, gs.Std}, {ws.Min, gs.Min},
+					{ws.Max, gs.Max}, {ws.P25, gs.P25}, {ws.P75, gs.P75}, {ws.CloudCover, gs.CloudCover}} {
+					require.True(t, same(pair[0], pair[1]), "%s statistic %d: %v, want %v", w.Index, f, pair[1], pair[0])
+				}
+			}
+			single, err := fr.Product(idx[0])
+			require.NoError(t, err)
+			want0, err := fr.product(idx[0], fr.pixelStates(idx[0].Bands))
+			require.NoError(t, err)
+			assert.Equal(t, want0.Stats.Num, single.Stats.Num)
+			if want0.Stats.Num > 0 {
+				assert.True(t, same(want0.Stats.Mean, single.Stats.Mean) && same(want0.Stats.P75, single.Stats.P75))
+			}
+		})
+	}
+}
+
+func fillBand(fr *FieldRaster, name string, x float64) {
+	for i := range fr.Bands[name] {
+		fr.Bands[name][i] = x
+	}
 }

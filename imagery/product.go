@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/paulmach/orb"
@@ -91,21 +92,191 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 
 // products computes the indices idx, which use the bands bands, over fr:
 // the products with at least one clear pixel, in order. Their Date and
-// Sensor are left zero. Scratch arrays come from pool.
+// Sensor are left zero. Scratch arrays come from pool (nil: allocated).
 func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([]Product, error) {
+	return fr.computeProducts(idx, bands, pool, false)
+}
+
+// computeProducts is products, keeping the products without a clear pixel
+// when keepEmpty.
+func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatPool, keepEmpty bool) ([]Product, error) {
 	states := fr.pixelStates(bands)
+	// The usable pixels of the indices, by the state bits that exclude a
+	// pixel: one set for all when no clear pixel lacks data in only some
+	// of the bands (the usual case).
+	var sets map[uint8]*usablePixels
+	defer func() {
+		for _, u := range sets {
+			pool.putFloats(u.scratch)
+		}
+	}()
+	allBands, otherNoData := states.noDataBits()
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
-		p, err := fr.product(ix, states)
+		var p Product
+		var err error
+		if bits, ok := states.bandBits(ix.Bands); ok && !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix) {
+			if !otherNoData {
+				bits = allBands
+			}
+			u := sets[bits]
+			if u == nil {
+				u = fr.usable(states, bits, bands, pool)
+				if sets == nil {
+					sets = make(map[uint8]*usablePixels, 1)
+				}
+				sets[bits] = u
+			}
+			p = fr.productOfUsable(ix, u)
+		} else {
+			p, err = fr.product(ix, states)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if p.Stats.Num == 0 {
+		if p.Stats.Num == 0 && !keepEmpty {
 			continue
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// noDataBits is the state bits of all the bands, and whether some clear
+// field pixel has no data in some of them (bits set) but not all.
+func (ps pixelStates) noDataBits() (all uint8, some bool) {
+	for k := range min(len(ps.bands), maxStateBands) {
+		all |= stateBand0 << k
+	}
+	for _, st := range ps.state {
+		if st != 0 && st&(stateOutside|stateMasked) == 0 && st != all {
+			return all, true
+		}
+	}
+	return all, false
+}
+
+// bandsRead reports whether fr holds every band of ix with a value per
+// pixel of its grid (else product says what is wrong).
+func (fr *FieldRaster) bandsRead(ix Index) bool {
+	n := fr.Grid.Cols * fr.Grid.Rows
+	if len(fr.InField) != n || len(fr.Clear) != n {
+		return false
+	}
+	for _, name := range ix.Bands {
+		if len(fr.Bands[name]) != n {
+			return false
+		}
+	}
+	return true
+}
+
+// usablePixels is the pixels an index uses (inside the field, clear,
+// with data in its bands), with the bands' values there gathered on
+// demand: the indices of one read mostly use the same pixels, so each is
+// computed on those only, and its clear values come out in pixel order,
+// ready for statsOf.
+type usablePixels struct {
+	pos     []int32 // the pixels, ascending
+	inField int     // the pixels inside the field
+	bands   []string
+	// scratch holds the gathered band k at [k·m, (k+1)·m) (m = len(pos))
+	// and an index's values at pos after the last band.
+	scratch  []float64
+	gathered [][]float64
+	source   map[string][]float64
+}
+
+// usable finds the pixels of fr whose states have none of stateOutside,
+// stateMasked and bits.
+func (fr *FieldRaster) usable(ps pixelStates, bits uint8, bands []string, pool *floatPool) *usablePixels {
+	u := &usablePixels{pos: make([]int32, 0, max(0, fr.FieldPixels-fr.OutsidePixels)), bands: bands, source: fr.Bands}
+	exclude := stateMasked | bits
+	for i, st := range ps.state {
+		if st&stateOutside != 0 {
+			continue
+		}
+		u.inField++
+		if st&exclude == 0 {
+			u.pos = append(u.pos, int32(i))
+		}
+	}
+	u.scratch = pool.getFloats((len(bands) + 1) * len(u.pos))
+	u.gathered = make([][]float64, len(bands))
+	return u
+}
+
+// band is the named band's values at u's pixels.
+func (u *usablePixels) band(name string) []float64 {
+	k := slices.Index(u.bands, name)
+	if g := u.gathered[k]; g != nil {
+		return g
+	}
+	m := len(u.pos)
+	g, v := u.scratch[k*m:(k+1)*m], u.source[name]
+	for j, p := range u.pos {
+		g[j] = v[p]
+	}
+	u.gathered[k] = g
+	return g
+}
+
+// productOfUsable is product for an index whose bands fr holds and
+// whose usable pixels are u's: the same values and statistics, the index
+// computed on those pixels only.
+func (fr *FieldRaster) productOfUsable(ix Index, u *usablePixels) Product {
+	in := make([][]float64, len(ix.Bands))
+	for k, name := range ix.Bands {
+		in[k] = u.band(name)
+	}
+	m := len(u.pos)
+	clear := u.scratch[len(u.bands)*m:]
+	ix.Compute(in, clear)
+	nan := math.NaN()
+	values := make([]float64, len(fr.InField))
+	for i := range values {
+		values[i] = nan
+	}
+	finite := true
+	for j, p := range u.pos {
+		v := clear[j]
+		if v-v != 0 { // NaN or ±Inf
+			v, finite = nan, false
+		}
+		values[p] = v
+	}
+	if !finite {
+		w := 0
+		for _, v := range clear {
+			if v-v == 0 {
+				clear[w] = v
+				w++
+			}
+		}
+		clear = clear[:w]
+	}
+	st := statsOf(clear)
+	st.FieldPixels = fr.FieldPixels
+	if fr.FieldPixels > 0 {
+		masked := fr.OutsidePixels + u.inField - len(u.pos)
+		st.CloudCover = 100 * float64(masked) / float64(fr.FieldPixels)
+	}
+	return Product{Index: ix.Name, Grid: fr.Grid, Values: values, Stats: st}
+}
+
+// getFloats is fp.get, or a new array when fp is nil.
+func (fp *floatPool) getFloats(n int) []float64 {
+	if fp == nil {
+		return make([]float64, n)
+	}
+	return fp.get(n)
+}
+
+// putFloats is fp.put, when fp is not nil.
+func (fp *floatPool) putFloats(v []float64) {
+	if fp != nil {
+		fp.put(v)
+	}
 }
 
 // resolve looks up the indices and lists the bands they use, each once.
@@ -147,7 +318,11 @@ func (fr *FieldRaster) bandDecibels(ix Index) []float64 {
 // Product computes ix over the field raster, which must hold ix.Bands. Its
 // Date is left zero. Stats.Num is 0 when no pixel is usable.
 func (fr *FieldRaster) Product(ix Index) (Product, error) {
-	return fr.product(ix, fr.pixelStates(ix.Bands))
+	ps, err := fr.computeProducts([]Index{ix}, ix.Bands, nil, true)
+	if err != nil {
+		return Product{}, err
+	}
+	return ps[0], nil
 }
 
 // pixelStates is what product needs to know of each pixel, worked out once
@@ -221,7 +396,8 @@ func (ps pixelStates) bandBits(names []string) (uint8, bool) {
 	return bits, true
 }
 
-// product is Product with the pixel states of fr worked out already.
+// product is Product with the pixel states of fr worked out already, for
+// any index and raster (productOfUsable is the quicker way for most).
 func (fr *FieldRaster) product(ix Index, ps pixelStates) (Product, error) {
 	n := fr.Grid.Cols * fr.Grid.Rows
 	in := make([][]float64, len(ix.Bands))

@@ -100,22 +100,41 @@ func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([
 // computeProducts is products, keeping the products without a clear pixel
 // when keepEmpty.
 func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatPool, keepEmpty bool) ([]Product, error) {
-	states := fr.pixelStates(bands)
-	// The usable pixels of the indices, by the state bits that exclude a
-	// pixel: one set for all when no clear pixel lacks data in only some
-	// of the bands (the usual case).
+	// Usually every clear field pixel has data in every band read: then
+	// all the indices use the same pixels, found without working out each
+	// pixel's state. Else the usable pixels of the indices go by the state
+	// bits that exclude a pixel: still one set for all unless some clear
+	// pixel lacks data in some bands only.
+	shared, _ := fr.usableEverywhere(bands, pool)
 	var sets map[uint8]*usablePixels
 	defer func() {
+		if shared != nil {
+			pool.putFloats(shared.scratch)
+		}
 		for _, u := range sets {
 			pool.putFloats(u.scratch)
 		}
 	}()
-	allBands, otherNoData := states.noDataBits()
+	var states pixelStates
+	var allBands uint8
+	var otherNoData, stated bool
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
+		gathered := !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix)
+		if !stated && (shared == nil || !gathered) {
+			states, stated = fr.pixelStates(bands), true
+			allBands, otherNoData = states.noDataBits()
+		}
 		var p Product
 		var err error
-		if bits, ok := states.bandBits(ix.Bands); ok && !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix) {
+		bits, byState := uint8(0), false
+		if gathered && shared == nil {
+			bits, byState = states.bandBits(ix.Bands)
+		}
+		switch {
+		case gathered && shared != nil:
+			p = fr.productOfUsable(ix, shared)
+		case gathered && byState:
 			if !otherNoData {
 				bits = allBands
 			}
@@ -128,7 +147,7 @@ func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatP
 				sets[bits] = u
 			}
 			p = fr.productOfUsable(ix, u)
-		} else {
+		default:
 			p, err = fr.product(ix, states)
 		}
 		if err != nil {
@@ -140,6 +159,56 @@ func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatP
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// usableEverywhere is the usable pixels of every index over bands — those
+// inside the field and clear — with the bands gathered there, when fr
+// holds all the bands and they have data at each of those pixels; else
+// it returns false.
+func (fr *FieldRaster) usableEverywhere(bands []string, pool *floatPool) (*usablePixels, bool) {
+	n := fr.Grid.Cols * fr.Grid.Rows
+	if len(fr.InField) != n || len(fr.Clear) != n {
+		return nil, false
+	}
+	for _, name := range bands {
+		if len(fr.Bands[name]) != n {
+			return nil, false
+		}
+	}
+	// Branchless: clouds scatter clear and masked pixels at random.
+	pos := make([]int32, n+1)
+	inField, clear := fr.InField[:n], fr.Clear[:n]
+	m, in := 0, 0
+	for i := range n {
+		pos[m] = int32(i)
+		m += b2i(inField[i] && clear[i])
+		in += b2i(inField[i])
+	}
+	u := &usablePixels{pos: pos[:m], inField: in, bands: bands, source: fr.Bands, gathered: make([][]float64, len(bands))}
+	u.scratch = pool.getFloats((len(bands)+1)*m + n)
+	for k, name := range bands {
+		g, v := u.scratch[k*m:(k+1)*m], fr.Bands[name][:n]
+		noData := false
+		for j, p := range u.pos {
+			x := v[p]
+			g[j] = x
+			noData = noData || x != x
+		}
+		if noData {
+			pool.putFloats(u.scratch)
+			return nil, false
+		}
+		u.gathered[k] = g
+	}
+	u.fillNaNs(m, n)
+	return u, true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // noDataBits is the state bits of all the bands, and whether some clear
@@ -205,12 +274,18 @@ func (fr *FieldRaster) usable(ps pixelStates, bits uint8, bands []string, pool *
 	m, n := len(u.pos), len(ps.state)
 	u.scratch = pool.getFloats((len(bands)+1)*m + n)
 	u.gathered = make([][]float64, len(bands))
-	u.nans = u.scratch[(len(bands)+1)*m:]
+	u.fillNaNs(m, n)
+	return u
+}
+
+// fillNaNs sets u.nans to the n values after the bands and the index
+// values of m pixels in u.scratch, all NaN.
+func (u *usablePixels) fillNaNs(m, n int) {
+	u.nans = u.scratch[(len(u.bands)+1)*m:][:n]
 	nan := math.NaN()
 	for i := range u.nans {
 		u.nans[i] = nan
 	}
-	return u
 }
 
 // band is the named band's values at u's pixels.

@@ -109,10 +109,10 @@ func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatP
 	var sets map[uint8]*usablePixels
 	defer func() {
 		if shared != nil {
-			pool.putFloats(shared.scratch)
+			shared.release()
 		}
 		for _, u := range sets {
-			pool.putFloats(u.scratch)
+			u.release()
 		}
 	}()
 	var states pixelStates
@@ -184,10 +184,10 @@ func (fr *FieldRaster) usableEverywhere(bands []string, pool *floatPool) (*usabl
 		m += b2i(inField[i] && clear[i])
 		in += b2i(inField[i])
 	}
-	u := &usablePixels{pos: pos[:m], inField: in, bands: bands, source: fr.Bands, gathered: make([][]float64, len(bands))}
-	u.scratch = pool.getFloats((len(bands)+1)*m + n)
+	u := newUsablePixels(pos[:m], in, fr, bands, pool)
 	for k, name := range bands {
-		g, v := u.scratch[k*m:(k+1)*m], fr.Bands[name][:n]
+		g, v := pool.getFloats(m), fr.Bands[name][:n]
+		u.gathered[k] = g
 		noData := false
 		for j, p := range u.pos {
 			x := v[p]
@@ -195,12 +195,10 @@ func (fr *FieldRaster) usableEverywhere(bands []string, pool *floatPool) (*usabl
 			noData = noData || x != x
 		}
 		if noData {
-			pool.putFloats(u.scratch)
+			u.release()
 			return nil, false
 		}
-		u.gathered[k] = g
 	}
-	u.fillNaNs(m, n)
 	return u, true
 }
 
@@ -249,43 +247,56 @@ type usablePixels struct {
 	pos     []int32 // the pixels, ascending
 	inField int     // the pixels inside the field
 	bands   []string
-	// scratch holds the gathered band k at [k·m, (k+1)·m) (m = len(pos))
-	// and an index's values at pos after the last band, then nans.
-	scratch  []float64
-	nans     []float64 // a NaN per pixel of the window, copied to each product's values
+	source  map[string][]float64
+	// gathered[k] is bands[k] at pos once gathered; values is scratch for
+	// an index's values at pos; nans a NaN per pixel of the window, copied
+	// to each product's values. All come from pool and go back to it.
 	gathered [][]float64
-	source   map[string][]float64
+	values   []float64
+	nans     []float64
+	pool     *floatPool
+}
+
+// newUsablePixels is the usable pixels pos of fr (of which inField inside
+// the field), nothing gathered yet.
+func newUsablePixels(pos []int32, inField int, fr *FieldRaster, bands []string, pool *floatPool) *usablePixels {
+	u := &usablePixels{pos: pos, inField: inField, bands: bands, source: fr.Bands, gathered: make([][]float64, len(bands)), pool: pool}
+	u.values = pool.getFloats(len(pos))
+	u.nans = pool.getFloats(len(fr.InField))
+	nan := math.NaN()
+	for i := range u.nans {
+		u.nans[i] = nan
+	}
+	return u
+}
+
+// release gives u's arrays back to its pool.
+func (u *usablePixels) release() {
+	for _, g := range u.gathered {
+		if g != nil {
+			u.pool.putFloats(g)
+		}
+	}
+	u.pool.putFloats(u.values)
+	u.pool.putFloats(u.nans)
 }
 
 // usable finds the pixels of fr whose states have none of stateOutside,
 // stateMasked and bits.
 func (fr *FieldRaster) usable(ps pixelStates, bits uint8, bands []string, pool *floatPool) *usablePixels {
-	u := &usablePixels{pos: make([]int32, 0, max(0, fr.FieldPixels-fr.OutsidePixels)), bands: bands, source: fr.Bands}
+	pos := make([]int32, 0, max(0, fr.FieldPixels-fr.OutsidePixels))
+	inField := 0
 	exclude := stateMasked | bits
 	for i, st := range ps.state {
 		if st&stateOutside != 0 {
 			continue
 		}
-		u.inField++
+		inField++
 		if st&exclude == 0 {
-			u.pos = append(u.pos, int32(i))
+			pos = append(pos, int32(i))
 		}
 	}
-	m, n := len(u.pos), len(ps.state)
-	u.scratch = pool.getFloats((len(bands)+1)*m + n)
-	u.gathered = make([][]float64, len(bands))
-	u.fillNaNs(m, n)
-	return u
-}
-
-// fillNaNs sets u.nans to the n values after the bands and the index
-// values of m pixels in u.scratch, all NaN.
-func (u *usablePixels) fillNaNs(m, n int) {
-	u.nans = u.scratch[(len(u.bands)+1)*m:][:n]
-	nan := math.NaN()
-	for i := range u.nans {
-		u.nans[i] = nan
-	}
+	return newUsablePixels(pos, inField, fr, bands, pool)
 }
 
 // band is the named band's values at u's pixels.
@@ -294,8 +305,7 @@ func (u *usablePixels) band(name string) []float64 {
 	if g := u.gathered[k]; g != nil {
 		return g
 	}
-	m := len(u.pos)
-	g, v := u.scratch[k*m:(k+1)*m], u.source[name]
+	g, v := u.pool.getFloats(len(u.pos)), u.source[name]
 	for j, p := range u.pos {
 		g[j] = v[p]
 	}
@@ -311,8 +321,7 @@ func (fr *FieldRaster) productOfUsable(ix Index, u *usablePixels) Product {
 	for k, name := range ix.Bands {
 		in[k] = u.band(name)
 	}
-	m := len(u.pos)
-	clear := u.scratch[len(u.bands)*m : (len(u.bands)+1)*m]
+	clear := u.values
 	ix.Compute(in, clear)
 	nan := math.NaN()
 	values := make([]float64, len(fr.InField))

@@ -94,12 +94,6 @@ func (s *Scene) ProjectedFieldProducts(ctx context.Context, field orb.MultiPolyg
 // the products with at least one clear pixel, in order. Their Date and
 // Sensor are left zero. Scratch arrays come from pool (nil: allocated).
 func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([]Product, error) {
-	return fr.computeProducts(idx, bands, pool, false)
-}
-
-// computeProducts is products, keeping the products without a clear pixel
-// when keepEmpty.
-func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatPool, keepEmpty bool) ([]Product, error) {
 	// Usually every clear field pixel has data in every band read: then
 	// all the indices use the same pixels, found without working out each
 	// pixel's state. Else the usable pixels of the indices go by the state
@@ -153,7 +147,7 @@ func (fr *FieldRaster) computeProducts(idx []Index, bands []string, pool *floatP
 		if err != nil {
 			return nil, err
 		}
-		if p.Stats.Num == 0 && !keepEmpty {
+		if p.Stats.Num == 0 {
 			continue
 		}
 		out = append(out, p)
@@ -407,11 +401,9 @@ func (fr *FieldRaster) bandDecibels(ix Index) []float64 {
 // Product computes ix over the field raster, which must hold ix.Bands. Its
 // Date is left zero. Stats.Num is 0 when no pixel is usable.
 func (fr *FieldRaster) Product(ix Index) (Product, error) {
-	ps, err := fr.computeProducts([]Index{ix}, ix.Bands, nil, true)
-	if err != nil {
-		return Product{}, err
-	}
-	return ps[0], nil
+	// Without a pool for its scratch arrays, gathering the usable pixels
+	// of one index does not pay: product's loop over every pixel.
+	return fr.product(ix, fr.pixelStates(ix.Bands))
 }
 
 // pixelStates is what product needs to know of each pixel, worked out once

@@ -99,7 +99,15 @@ func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([
 	// pixel's state. Else the usable pixels of the indices go by the state
 	// bits that exclude a pixel: still one set for all unless some clear
 	// pixel lacks data in some bands only.
+	gathered := func(ix Index) bool { return !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix) }
+	shares := 0
+	for _, ix := range idx {
+		shares += b2i(gathered(ix))
+	}
 	shared, _ := fr.usableEverywhere(bands, pool)
+	if shared != nil {
+		shared.shares = shares
+	}
 	var sets map[uint8]*usablePixels
 	defer func() {
 		if shared != nil {
@@ -114,7 +122,7 @@ func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([
 	var otherNoData, stated bool
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
-		gathered := !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix)
+		gathered := gathered(ix)
 		if !stated && (shared == nil || !gathered) {
 			states, stated = fr.pixelStates(bands), true
 			allBands, otherNoData = states.noDataBits()
@@ -135,6 +143,7 @@ func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([
 			u := sets[bits]
 			if u == nil {
 				u = fr.usable(states, bits, bands, pool)
+				u.shares = shares
 				if sets == nil {
 					sets = make(map[uint8]*usablePixels, 1)
 				}
@@ -249,6 +258,7 @@ type usablePixels struct {
 	values   []float64
 	nans     []float64
 	pool     *floatPool
+	shares   int // how many indices use these pixels (a NaN template pays from 2)
 }
 
 // newUsablePixels is the usable pixels pos of fr (of which inField inside
@@ -256,11 +266,6 @@ type usablePixels struct {
 func newUsablePixels(pos []int32, inField int, fr *FieldRaster, bands []string, pool *floatPool) *usablePixels {
 	u := &usablePixels{pos: pos, inField: inField, bands: bands, source: fr.Bands, gathered: make([][]float64, len(bands)), pool: pool}
 	u.values = pool.getFloats(len(pos))
-	u.nans = pool.getFloats(len(fr.InField))
-	nan := math.NaN()
-	for i := range u.nans {
-		u.nans[i] = nan
-	}
 	return u
 }
 
@@ -272,7 +277,9 @@ func (u *usablePixels) release() {
 		}
 	}
 	u.pool.putFloats(u.values)
-	u.pool.putFloats(u.nans)
+	if u.nans != nil {
+		u.pool.putFloats(u.nans)
+	}
 }
 
 // usable finds the pixels of fr whose states have none of stateOutside,
@@ -319,7 +326,19 @@ func (fr *FieldRaster) productOfUsable(ix Index, u *usablePixels) Product {
 	ix.Compute(in, clear)
 	nan := math.NaN()
 	values := make([]float64, len(fr.InField))
-	copy(values, u.nans) // a memmove: quicker than storing NaNs one by one
+	if u.nans == nil && u.shares > 1 {
+		u.nans = u.pool.getFloats(len(values))
+		for i := range u.nans {
+			u.nans[i] = nan
+		}
+	}
+	if u.nans != nil {
+		copy(values, u.nans) // a memmove: quicker than storing NaNs one by one
+	} else {
+		for i := range values {
+			values[i] = nan
+		}
+	}
 	finite := true
 	for j, p := range u.pos {
 		v := clear[j]

@@ -209,9 +209,42 @@ func appendPixelRow(b []byte, row []float64) []byte {
 	}
 	b = slices.Grow(b, 2+len(row)*maxPixelLen)
 	start := len(b)
-	n := start
 	out := b[:cap(b)]
-	for c := 0; c < len(row); {
+	n, c := putPixelsBelow1(out, start, row)
+	for c < len(row) {
+		v := row[c]
+		c++
+		out[n] = ','
+		n++
+		if a := math.Abs(v); !(a < pixelFixedMax) { // ±Inf and large values
+			if a > math.MaxFloat64 {
+				binary.LittleEndian.PutUint32(out[n:], 'n'|'u'<<8|'l'<<16|'l'<<24)
+				n += 4
+			} else {
+				// Shortest form, up to 24 bytes: make room again for the rest.
+				b = slices.Grow(appendNumber(out[:n], v), 2+(len(row)-c)*maxPixelLen)
+				n, out = len(b), b[:cap(b)]
+			}
+		} else {
+			n = putFixed6(out, n, v)
+		}
+		var k int
+		n, k = putPixelsBelow1(out, n, row[c:])
+		c += k
+	}
+	out[start] = '['
+	out[n] = ']'
+	return out[:n+1]
+}
+
+// putPixelsBelow1 writes the values of row from its start, each after its
+// separator, as long as they are null or round below 1 in magnitude (every
+// usual index), and returns the new end and how many it wrote. out needs
+// maxPixelLen bytes per value after n. It makes no calls but memmove, so
+// its loop keeps everything in registers.
+func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
+	c := 0
+	for c < len(row) {
 		v := row[c]
 		if v != v { // a run of NaN: nulls
 			end := c + 1
@@ -224,41 +257,27 @@ func appendPixelRow(b []byte, row []float64) []byte {
 			c = end
 			continue
 		}
-		c++
 		// x+0.5 truncated is math.Round(x) for 0.5 ≤ x < 2⁵²; below 0.5
 		// (where the largest float64 under 0.5 would round up) it is 0.
-		if x := math.Abs(v) * 1e6; x < 999999.5 {
-			if x < 0.5 {
-				binary.LittleEndian.PutUint16(out[n:], ','|'0'<<8)
-				n += 2
-				continue
-			}
-			u := uint32(x + 0.5) // 1 to 999999
-			binary.LittleEndian.PutUint16(out[n:], ','|'-'<<8)
-			n += 1 + int(math.Float64bits(v)>>63)
-			d := uint64(digits3[u/1000])<<16 | uint64(digits3[u%1000])<<40
-			binary.LittleEndian.PutUint64(out[n:], d+fracText)
-			n += 8 - bits.LeadingZeros64(d)>>3
+		x := math.Abs(v) * 1e6
+		if !(x < 999999.5) {
+			break
+		}
+		c++
+		if x < 0.5 {
+			binary.LittleEndian.PutUint16(out[n:], ','|'0'<<8)
+			n += 2
 			continue
 		}
-		out[n] = ','
-		n++
-		if a := math.Abs(v); !(a < pixelFixedMax) { // ±Inf and large values
-			if a > math.MaxFloat64 {
-				binary.LittleEndian.PutUint32(out[n:], 'n'|'u'<<8|'l'<<16|'l'<<24)
-				n += 4
-				continue
-			}
-			// Shortest form, up to 24 bytes: make room again for the rest.
-			b = slices.Grow(appendNumber(out[:n], v), 2+(len(row)-c)*maxPixelLen)
-			n, out = len(b), b[:cap(b)]
-			continue
-		}
-		n = putFixed6(out, n, v)
+		u := uint32(x + 0.5) // 1 to 999999
+		neg := uint(math.Float64bits(v) >> 63)
+		d := uint64(digits3[u/1000])<<16 | uint64(digits3[u%1000])<<40
+		w := out[n : n+10 : n+10]
+		binary.LittleEndian.PutUint16(w, ','|'-'<<8)
+		binary.LittleEndian.PutUint64(w[1+neg&1:], d+fracText)
+		n += 9 + int(neg) - bits.LeadingZeros64(d)>>3
 	}
-	out[start] = '['
-	out[n] = ']'
-	return out[:n+1]
+	return n, c
 }
 
 // appendPixel writes a pixel value rounded to 6 decimals (the tolerance the

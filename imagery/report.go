@@ -180,16 +180,16 @@ const maxPixelLen = 19
 // (never an index of reflectances, but a custom one may) go through appendNumber.
 const pixelFixedMax = 1e9
 
-// nullRun is the text of nullRunLen nulls, each after its separator: a run of
-// nulls (pixels outside the field, along both ends of most rows) is copied
-// from it in bulk.
-const (
-	nullRunLen = 64
-	nullRun    = ",null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null" +
-		",null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null" +
-		",null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null" +
-		",null,null,null,null,null,null,null,null,null,null,null,null,null,null,null,null"
-)
+// nullWords is ",null" eight times as five little-endian words: a run of
+// nulls (pixels outside the field, along both ends of most rows) is written
+// 8 at a time with five stores.
+var nullWords = func() (w [5]uint64) {
+	const text = ",null,null,null,null,null,null,null,null"
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64([]byte(text[8*i:]))
+	}
+	return w
+}()
 
 // fracText is added to the digits of "0.dddddd" (in the top six bytes of a
 // little-endian word) to make the text.
@@ -251,8 +251,20 @@ func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
 			for end < len(row) && row[end] != row[end] {
 				end++
 			}
-			for k := end - c; k > 0; k -= nullRunLen {
-				n += copy(out[n:], nullRun[:5*min(k, nullRunLen)])
+			k := end - c
+			for ; k >= 8; k -= 8 {
+				w := out[n : n+40 : n+40]
+				binary.LittleEndian.PutUint64(w, nullWords[0])
+				binary.LittleEndian.PutUint64(w[8:], nullWords[1])
+				binary.LittleEndian.PutUint64(w[16:], nullWords[2])
+				binary.LittleEndian.PutUint64(w[24:], nullWords[3])
+				binary.LittleEndian.PutUint64(w[32:], nullWords[4])
+				n += 40
+			}
+			for ; k > 0; k-- {
+				// 8 bytes for 5: the 3 past them are within this null's room.
+				binary.LittleEndian.PutUint64(out[n:], nullWords[0])
+				n += 5
 			}
 			c = end
 			continue

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // fieldReport is the report of a realistic 150×150 px field window: an
@@ -49,6 +51,7 @@ func BenchmarkReportJSONField(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 }
 
+// TestFieldReportShape keeps the benchmark's field what its comment says.
 func TestFieldReportShape(t *testing.T) {
 	r := fieldReport()
 	nulls, neg := 0, 0
@@ -59,5 +62,10 @@ func TestFieldReportShape(t *testing.T) {
 			neg++
 		}
 	}
-	t.Logf("null %.3f neg %.3f", float64(nulls)/float64(len(r.Values)), float64(neg)/float64(len(r.Values)))
+	assert.InDelta(t, 0.46, float64(nulls)/float64(len(r.Values)), 0.02)
+	assert.InDelta(t, 0.013, float64(neg)/float64(len(r.Values)), 0.005)
+	for y := range r.Rows {
+		row := r.Values[y*r.Cols : (y+1)*r.Cols]
+		assert.True(t, math.IsNaN(row[0]) && math.IsNaN(row[len(row)-1]), "row %d ends", y)
+	}
 }

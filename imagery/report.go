@@ -246,7 +246,14 @@ func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
 	c := 0
 	for c < len(row) {
 		v := row[c]
-		if v != v { // a run of NaN: nulls
+		// x+0.5 truncated is math.Round(x) for 0.5 ≤ x < 2⁵²; below 0.5
+		// (where the largest float64 under 0.5 would round up) it is 0.
+		x := math.Abs(v) * 1e6
+		if !(x < 999999.5) {
+			if v == v {
+				break // rounds to 1 or more in magnitude, or infinite
+			}
+			// A run of NaN: nulls.
 			end := c + 1
 			for end < len(row) && row[end] != row[end] {
 				end++
@@ -268,12 +275,6 @@ func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
 			}
 			c = end
 			continue
-		}
-		// x+0.5 truncated is math.Round(x) for 0.5 ≤ x < 2⁵²; below 0.5
-		// (where the largest float64 under 0.5 would round up) it is 0.
-		x := math.Abs(v) * 1e6
-		if !(x < 999999.5) {
-			break
 		}
 		c++
 		if x < 0.5 {

@@ -199,10 +199,9 @@ const fracText = '0' | '.'<<8 | 0x303030303030<<16
 // as appendPixel does. The pixel arrays are most of a report and this is
 // its hot loop: it reserves room for the whole row once, then writes into
 // it by position, whole words at a time. Every value is written after its
-// separator ','; the first one's becomes the '['. Nulls are copied a run at
-// a time; values that round below 1 in magnitude (every usual index) take a
-// branch-poor path: the sign as a 2-byte store kept or not, "0.dddddd" as one
-// 8-byte store whose length comes from the digits' leading zero bytes.
+// separator ','; the first one's becomes the '['. putPixelsBelow1 writes
+// the nulls and the values below 1 in magnitude (every usual index); this
+// loop takes the rest, one value each time that loop stops.
 func appendPixelRow(b []byte, row []float64) []byte {
 	if len(row) == 0 {
 		return append(b, '[', ']')
@@ -240,8 +239,11 @@ func appendPixelRow(b []byte, row []float64) []byte {
 // putPixelsBelow1 writes the values of row from its start, each after its
 // separator, as long as they are null or round below 1 in magnitude (every
 // usual index), and returns the new end and how many it wrote. out needs
-// maxPixelLen bytes per value after n. It makes no calls but memmove, so
-// its loop keeps everything in registers.
+// maxPixelLen bytes per value after n. It makes no calls, so its loop keeps
+// everything in registers. A run of nulls is written 8 at a time with five
+// word stores; a value is a 2-byte store of ",-" kept or not by the sign bit
+// and "0.dddddd" as one 8-byte store whose length is 8 less the digits'
+// leading zero bytes (one per trailing zero digit, plus the unused top one).
 func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
 	c := 0
 	for c < len(row) {
@@ -287,7 +289,7 @@ func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
 		d := uint64(digits3[u/1000])<<16 | uint64(digits3[u%1000])<<40
 		w := out[n : n+10 : n+10]
 		binary.LittleEndian.PutUint16(w, ','|'-'<<8)
-		binary.LittleEndian.PutUint64(w[1+neg&1:], d+fracText)
+		binary.LittleEndian.PutUint64(w[1+neg&1:], d+fracText) // &1: no bounds check
 		n += 9 + int(neg) - bits.LeadingZeros64(d)>>3
 	}
 	return n, c

@@ -113,25 +113,10 @@ func copyRaster(dst []float64, dstWin geo.Window, r *geotiff.Raster, cv *dnConve
 		return nil
 	}
 	n := r.Window.Len()
-	var have int
-	switch r.Type {
-	case geotiff.Uint8:
-		have = len(r.U8)
-	case geotiff.Uint16:
-		have = len(r.U16)
-	case geotiff.Int16:
-		have = len(r.I16)
-	case geotiff.Float32:
-		have = len(r.F32)
-	case geotiff.Uint32:
-		have = len(r.U32)
-	case geotiff.Int32:
-		have = len(r.I32)
-	case geotiff.Float64:
-		have = len(r.F64)
-	default:
+	if r.Type.Size() == 0 {
 		return fmt.Errorf("unsupported sample type %v", r.Type)
 	}
+	have, _ := r.Held()
 	if have < n {
 		return fmt.Errorf("raster holds %d samples for window %s", have, r.Window)
 	}
@@ -173,24 +158,8 @@ func rasterBytes(r *geotiff.Raster) int64 {
 	if r == nil {
 		return 0
 	}
-	n := 0
-	switch r.Type {
-	case geotiff.Uint8:
-		n = cap(r.U8)
-	case geotiff.Uint16:
-		n = cap(r.U16)
-	case geotiff.Int16:
-		n = cap(r.I16)
-	case geotiff.Float32:
-		n = cap(r.F32)
-	case geotiff.Uint32:
-		n = cap(r.U32)
-	case geotiff.Int32:
-		n = cap(r.I32)
-	case geotiff.Float64:
-		n = cap(r.F64)
-	}
-	return int64(max(n, r.Len()) * r.Type.Size())
+	_, c := r.Held()
+	return int64(max(c, r.Len()) * r.Type.Size())
 }
 
 type blockKey struct {

@@ -226,12 +226,12 @@ func benchFieldRaster() (*FieldRaster, []string) {
 	return fr, bands
 }
 
-// BenchmarkProductPixels is the products of ndvi, ndre, ndwi and evi, and
+// BenchmarkReadProducts is the products of ndvi, ndre, ndwi and evi, and
 // of ndvi alone, from one read of a field (ProjectedFieldProducts without
 // the read): "gathered" as products computes them, "pixel-loop" with
 // product's loop over every pixel (the way before, kept for radar dB
 // indices and reads where some band alone lacks data).
-func BenchmarkProductPixels(b *testing.B) {
+func BenchmarkReadProducts(b *testing.B) {
 	fr, _ := benchFieldRaster()
 	for _, names := range [][]string{{"ndvi", "ndre", "ndwi", "evi"}, {"ndvi"}} {
 		idx, bands, err := resolve(NewCatalogue(), names)
@@ -357,5 +357,39 @@ func TestProductsSameAsPixelLoop(t *testing.T) {
 func fillBand(fr *FieldRaster, name string, x float64) {
 	for i := range fr.Bands[name] {
 		fr.Bands[name][i] = x
+	}
+}
+
+// BenchmarkProductPixels: one index over a 200×200 field window whose
+// polygon leaves the corners out and whose mask flags scattered pixels (the
+// loop that sorts pixels into outside, masked and kept), pixel states
+// worked out once as FieldProducts does.
+func BenchmarkProductPixels(b *testing.B) {
+	const side = 200
+	n := side * side
+	nir, red := make([]float64, n), make([]float64, n)
+	inField, clear := make([]bool, n), make([]bool, n)
+	rnd := uint64(1)
+	inside := 0
+	for i := range nir {
+		rnd = rnd*6364136223846793005 + 1442695040888963407
+		r, c := i/side, i%side
+		nir[i] = 0.3 + 0.1*float64(rnd>>40&1023)/1024
+		red[i] = 0.05 + 0.02*float64(rnd>>20&1023)/1024
+		inField[i] = (r-side/2)*(r-side/2)+(c-side/2)*(c-side/2) < side*side/4
+		clear[i] = rnd>>60 != 0 // 1 in 16 masked
+		if inField[i] {
+			inside++
+		}
+	}
+	fr := &FieldRaster{Grid: gridOf(side, side), InField: inField, Clear: clear, FieldPixels: inside,
+		Bands: map[string][]float64{"B08": nir, "B04": red}}
+	ix, _ := NewCatalogue().Lookup("ndvi")
+	ps := fr.pixelStates([]string{"B08", "B04"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fr.product(ix, ps); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

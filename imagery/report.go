@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/cropkit/cropkit/api"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"time"
@@ -179,36 +180,119 @@ const maxPixelLen = 19
 // (never an index of reflectances, but a custom one may) go through appendNumber.
 const pixelFixedMax = 1e9
 
+// nullWords is ",null" eight times as five little-endian words: a run of
+// nulls (pixels outside the field, along both ends of most rows) is written
+// 8 at a time with five stores.
+var nullWords = func() (w [5]uint64) {
+	const text = ",null,null,null,null,null,null,null,null"
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64([]byte(text[8*i:]))
+	}
+	return w
+}()
+
+// fracText is added to the digits of "0.dddddd" (in the top six bytes of a
+// little-endian word) to make the text.
+const fracText = '0' | '.'<<8 | 0x303030303030<<16
+
 // appendPixelRow writes one row of the pixel array, "[v,v,…]", each value
 // as appendPixel does. The pixel arrays are most of a report and this is
 // its hot loop: it reserves room for the whole row once, then writes into
-// it by position, whole words at a time.
+// it by position, whole words at a time. Every value is written after its
+// separator ','; the first one's becomes the '['. putPixelsBelow1 writes
+// the nulls and the values below 1 in magnitude (every usual index); this
+// loop takes the rest, one value each time that loop stops.
 func appendPixelRow(b []byte, row []float64) []byte {
+	if len(row) == 0 {
+		return append(b, '[', ']')
+	}
 	b = slices.Grow(b, 2+len(row)*maxPixelLen)
-	n := len(b)
+	start := len(b)
 	out := b[:cap(b)]
-	out[n] = '['
-	n++
-	for c, v := range row {
-		if c > 0 {
-			out[n] = ','
-			n++
-		}
-		if a := math.Abs(v); !(a < pixelFixedMax) { // NaN, ±Inf and large values
-			if v != v || a > math.MaxFloat64 {
+	n, c := putPixelsBelow1(out, start, row)
+	for c < len(row) {
+		v := row[c]
+		c++
+		out[n] = ','
+		n++
+		if a := math.Abs(v); !(a < pixelFixedMax) { // ±Inf and large values
+			if a > math.MaxFloat64 {
 				binary.LittleEndian.PutUint32(out[n:], 'n'|'u'<<8|'l'<<16|'l'<<24)
 				n += 4
-				continue
+			} else {
+				// Shortest form, up to 24 bytes: make room again for the rest.
+				b = slices.Grow(appendNumber(out[:n], v), 2+(len(row)-c)*maxPixelLen)
+				n, out = len(b), b[:cap(b)]
 			}
-			// Shortest form, up to 24 bytes: make room again for the rest.
-			b = slices.Grow(appendNumber(out[:n], v), 2+(len(row)-c-1)*maxPixelLen)
-			n, out = len(b), b[:cap(b)]
-			continue
+		} else {
+			n = putFixed6(out, n, v)
 		}
-		n = putFixed6(out, n, v)
+		var k int
+		n, k = putPixelsBelow1(out, n, row[c:])
+		c += k
 	}
+	out[start] = '['
 	out[n] = ']'
 	return out[:n+1]
+}
+
+// putPixelsBelow1 writes the values of row from its start, each after its
+// separator, as long as they are null or round below 1 in magnitude (every
+// usual index), and returns the new end and how many it wrote. out needs
+// maxPixelLen bytes per value after n. It makes no calls, so its loop keeps
+// everything in registers. A run of nulls is written 8 at a time with five
+// word stores; a value is a 2-byte store of ",-" kept or not by the sign bit
+// and "0.dddddd" as one 8-byte store whose length is 8 less the digits'
+// leading zero bytes (one per trailing zero digit, plus the unused top one).
+func putPixelsBelow1(out []byte, n int, row []float64) (int, int) {
+	c := 0
+	for c < len(row) {
+		v := row[c]
+		// x+0.5 truncated is math.Round(x) for 0.5 ≤ x < 2⁵²; below 0.5
+		// (where the largest float64 under 0.5 would round up) it is 0.
+		x := math.Abs(v) * 1e6
+		if !(x < 999999.5) {
+			if v == v {
+				break // rounds to 1 or more in magnitude, or infinite
+			}
+			// A run of NaN: nulls.
+			end := c + 1
+			for end < len(row) && row[end] != row[end] {
+				end++
+			}
+			k := end - c
+			for ; k >= 8; k -= 8 {
+				w := out[n : n+40 : n+40]
+				binary.LittleEndian.PutUint64(w, nullWords[0])
+				binary.LittleEndian.PutUint64(w[8:], nullWords[1])
+				binary.LittleEndian.PutUint64(w[16:], nullWords[2])
+				binary.LittleEndian.PutUint64(w[24:], nullWords[3])
+				binary.LittleEndian.PutUint64(w[32:], nullWords[4])
+				n += 40
+			}
+			for ; k > 0; k-- {
+				// 8 bytes for 5: the 3 past them are within this null's room.
+				binary.LittleEndian.PutUint64(out[n:], nullWords[0])
+				n += 5
+			}
+			c = end
+			continue
+		}
+		c++
+		if x < 0.5 {
+			binary.LittleEndian.PutUint16(out[n:], ','|'0'<<8)
+			n += 2
+			continue
+		}
+		u := uint32(x + 0.5) // 1 to 999999
+		neg := uint(math.Float64bits(v) >> 63)
+		d := uint64(digits3[u/1000])<<16 | uint64(digits3[u%1000])<<40
+		w := out[n : n+10 : n+10]
+		binary.LittleEndian.PutUint16(w, ','|'-'<<8)
+		binary.LittleEndian.PutUint64(w[1+neg&1:], d+fracText) // &1: no bounds check
+		n += 9 + int(neg) - bits.LeadingZeros64(d)>>3
+	}
+	return n, c
 }
 
 // appendPixel writes a pixel value rounded to 6 decimals (the tolerance the
@@ -225,15 +309,12 @@ func appendPixel(b []byte, v float64) []byte {
 	return b[:putFixed6(b[:cap(b)], len(b), v)]
 }
 
-// digits3 holds, for 0 to 999, the three decimal digits (little-endian in
-// the low 24 bits) and in the top byte the number of trailing zeros (3 for 0).
+// digits3 holds, for 0 to 999, the three decimal digits as byte values 0–9
+// (not text: a word of them has a leading zero byte per trailing zero
+// digit), little-endian in the low 24 bits.
 var digits3 = func() (t [1000]uint32) {
 	for i := range t {
-		tz := uint32(0)
-		for j := i; tz < 3 && j%10 == 0; j /= 10 {
-			tz++
-		}
-		t[i] = uint32('0'+i/100) | uint32('0'+i/10%10)<<8 | uint32('0'+i%10)<<16 | tz<<24
+		t[i] = uint32(i/100) | uint32(i/10%10)<<8 | uint32(i%10)<<16
 	}
 	return t
 }()
@@ -278,12 +359,11 @@ func putFixed6(out []byte, n int, v float64) int {
 			return n
 		}
 	}
-	hi, lo := digits3[frac/1000], digits3[frac%1000]
-	binary.LittleEndian.PutUint64(out[n:], '.'|uint64(hi&0xffffff)<<8|uint64(lo&0xffffff)<<32)
-	if lo>>24 < 3 {
-		return n + 7 - int(lo>>24)
-	}
-	return n + 4 - int(hi>>24)
+	// ".dddddd" with the digits in bytes 1 to 6: as many of the word's top
+	// bytes are zero as the fraction has trailing zeros, plus one.
+	d := uint64(digits3[frac/1000])<<8 | uint64(digits3[frac%1000])<<32
+	binary.LittleEndian.PutUint64(out[n:], d+('.'|0x303030303030<<8))
+	return n + 8 - bits.LeadingZeros64(d)>>3
 }
 
 // UnmarshalJSON reads a §2.5 document with the one decoder of the wire

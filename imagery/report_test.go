@@ -2,6 +2,7 @@ package imagery
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -71,6 +72,92 @@ func TestAppendPixelRowMatchesStrconv(t *testing.T) {
 	require.Equal(t, string(want), string(got))
 	for _, v := range edge {
 		assert.Equal(t, strconvPixel(v), string(appendPixel(nil, v)), "%v", v)
+	}
+}
+
+// strconvRow is the reference form of appendPixelRow.
+func strconvRow(values []float64) string {
+	s := []byte{'['}
+	for i, v := range values {
+		if i > 0 {
+			s = append(s, ',')
+		}
+		s = append(s, strconvPixel(v)...)
+	}
+	return string(append(s, ']'))
+}
+
+// TestAppendPixelRowCases checks rows shaped like a field's: runs of nulls
+// of every length around the 8-at-a-time block at the start, middle and end
+// of a row, all-null and empty rows, and the values where the row writer
+// leaves its fast path (rounding to ±1, 1e9, infinities) or takes its zero
+// branch (-0, subnormals, the rounding half of 5e-7).
+func TestAppendPixelRowCases(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	nulls := func(k int) []float64 {
+		s := make([]float64, k)
+		for i := range s {
+			s[i] = nan
+		}
+		return s
+	}
+	cat := func(parts ...[]float64) []float64 {
+		var s []float64
+		for _, p := range parts {
+			s = append(s, p...)
+		}
+		return s
+	}
+	below1 := math.Nextafter(0.9999995, 0)
+	cases := map[string][]float64{
+		"empty":         {},
+		"one null":      {nan},
+		"one value":     {0.25},
+		"one negative":  {-0.25},
+		"zeros":         {0, math.Copysign(0, -1), 4e-7, -4e-7, math.Nextafter(5e-7, 0), -math.Nextafter(5e-7, 0), 5e-7, -5e-7},
+		"subnormals":    {5e-324, -5e-324, math.SmallestNonzeroFloat64 * 3, 2.2250738585072014e-308, -2.2250738585072009e-308},
+		"around 1":      {below1, -below1, 0.9999995, -0.9999995, math.Nextafter(1, 0), 1, -1, math.Nextafter(1, 2), 1.0000004, 1.0000005},
+		"around 1e9":    {math.Nextafter(1e9, 0), -math.Nextafter(1e9, 0), 1e9, -1e9, 999999999.9999995, 1e9 + 0.5},
+		"not finite":    {inf, -inf, nan, math.MaxFloat64, -math.MaxFloat64},
+		"all null 150":  nulls(150),
+		"null ends":     cat(nulls(37), []float64{0.5, -0.123456, 0.000001}, nulls(41)),
+		"values at end": cat(nulls(16), []float64{0.75, 0.1}),
+		"null in large": cat([]float64{12.5}, nulls(9), []float64{-3e12}, nulls(8), []float64{inf, 0.3}),
+	}
+	for k := 1; k <= 20; k++ { // every block and tail length
+		cases[fmt.Sprintf("run %d", k)] = cat(nulls(k), []float64{0.2}, nulls(k), []float64{-0.9, 1.5}, nulls(k))
+	}
+	for name, row := range cases {
+		for _, spare := range []int{0, 1000} {
+			got := appendPixelRow(make([]byte, 1, 1+spare), row)
+			require.Equal(t, strconvRow(row), string(got[1:]), "%s, spare %d", name, spare)
+		}
+	}
+}
+
+// TestAppendPixelRowEveryFraction writes every 6-decimal fraction below 1,
+// both signs, and the floats next to each rounding half, as rows with a
+// null between some of them: the row writer's own fast path against
+// strconvPixel.
+func TestAppendPixelRowEveryFraction(t *testing.T) {
+	row := make([]float64, 0, 2*1000)
+	var got []byte
+	for hi := range 1000 {
+		for _, sign := range []float64{1, -1} {
+			row = row[:0]
+			for lo := range 1000 {
+				f := float64(hi*1000+lo) / 1e6
+				half := (float64(hi*1000+lo) + 0.5) / 1e6
+				row = append(row, sign*f, sign*math.Nextafter(half, 0), sign*half, sign*math.Nextafter(half, 1))
+				if lo%97 == 0 {
+					row = append(row, math.NaN())
+				}
+			}
+			got = appendPixelRow(got[:0], row)
+			if want := strconvRow(row); string(got) != want {
+				require.Equal(t, want, string(got), "fractions %d/1000, sign %v", hi, sign)
+			}
+		}
 	}
 }
 

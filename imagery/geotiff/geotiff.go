@@ -241,6 +241,29 @@ func (r *Raster) At(i int) float64 {
 // Len is the number of samples.
 func (r *Raster) Len() int { return r.Window.Len() }
 
+// Held is the length and capacity of r's slice of its type (0, 0 for an
+// unknown type): a raster is consistent when n ≥ Len(), and can be resized
+// without allocating to up to capacity samples.
+func (r *Raster) Held() (n, capacity int) {
+	switch r.Type {
+	case Uint8:
+		return len(r.U8), cap(r.U8)
+	case Uint16:
+		return len(r.U16), cap(r.U16)
+	case Int16:
+		return len(r.I16), cap(r.I16)
+	case Float32:
+		return len(r.F32), cap(r.F32)
+	case Uint32:
+		return len(r.U32), cap(r.U32)
+	case Int32:
+		return len(r.I32), cap(r.I32)
+	case Float64:
+		return len(r.F64), cap(r.F64)
+	}
+	return 0, 0
+}
+
 // File is an open GeoTIFF: its full-resolution image and any internal overviews.
 type File struct {
 	full      *Image

@@ -380,3 +380,19 @@ func TestWriteGeoKeysAndNoData(t *testing.T) {
 		}
 	}
 }
+
+func TestRasterHeld(t *testing.T) {
+	w := geo.Window{Cols: 4, Rows: 3}
+	for _, typ := range []DataType{Uint8, Uint16, Int16, Float32, Uint32, Int32, Float64} {
+		r := NewRaster(w, typ)
+		n, c := r.Held()
+		assert.Equal(t, 12, n, "%v", typ)
+		assert.Equal(t, 12, c, "%v", typ)
+		require.True(t, r.resize(geo.Window{Cols: 4, Rows: 2}, typ))
+		n, c = r.Held()
+		assert.Equal(t, 8, n, "%v", typ)
+		assert.Equal(t, 12, c, "%v: the capacity stays", typ)
+	}
+	n, c := (&Raster{Window: w}).Held()
+	assert.Zero(t, n+c, "unknown type")
+}

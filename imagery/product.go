@@ -99,10 +99,12 @@ func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([
 	// pixel's state. Else the usable pixels of the indices go by the state
 	// bits that exclude a pixel: still one set for all unless some clear
 	// pixel lacks data in some bands only.
-	gathered := func(ix Index) bool { return !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix) }
+	// Radar dB indices (their mean is that of linear values) and bands
+	// not read go through product's loop over every pixel.
+	gatherable := func(ix Index) bool { return !ix.Decibel && fr.bandDecibels(ix) == nil && fr.bandsRead(ix) }
 	shares := 0
 	for _, ix := range idx {
-		shares += b2i(gathered(ix))
+		shares += b2i(gatherable(ix))
 	}
 	shared, _ := fr.usableEverywhere(bands, pool)
 	if shared != nil {
@@ -122,7 +124,7 @@ func (fr *FieldRaster) products(idx []Index, bands []string, pool *floatPool) ([
 	var otherNoData, stated bool
 	out := make([]Product, 0, len(idx))
 	for _, ix := range idx {
-		gathered := gathered(ix)
+		gathered := gatherable(ix)
 		if !stated && (shared == nil || !gathered) {
 			states, stated = fr.pixelStates(bands), true
 			allBands, otherNoData = states.noDataBits()

@@ -424,9 +424,16 @@ func (fp *floatPool) get(n int) []float64 {
 	return make([]float64, n)
 }
 
+// maxPooledFloats bounds the arrays a floatPool keeps (1 MiB): what a pooled
+// array spares is its allocation and zeroing, which matters for the many
+// small fields of an index run, not for a large field's read, whose pixels
+// cost far more — and a kept array is memory held until two collections
+// later (a 10,000 ha field's bands: 8 MB each).
+const maxPooledFloats = 1 << 17
+
 // put takes back an array nobody reads any more.
 func (fp *floatPool) put(v []float64) {
-	if cap(v) > 0 {
+	if c := cap(v); c > 0 && c <= maxPooledFloats {
 		fp.p.Put(&v)
 	}
 }

@@ -42,15 +42,7 @@ func statsOf(v []float64) Stats {
 	// Pairwise summation keeps the mean within an ulp or two of numpy's.
 	sum, lo, hi := pairwiseSumMinMax(v)
 	mean := sum / float64(n)
-	// numpy's "linear" percentiles need the order statistics at floor(pos)
-	// and the next rank, pos = p/100·(n−1).
-	var ranks [6]int
-	var frac [3]float64
-	for i, p := range [3]float64{25, 50, 75} {
-		pos := p / 100 * float64(n-1)
-		k := int(math.Floor(pos))
-		ranks[2*i], ranks[2*i+1], frac[i] = k, min(k+1, n-1), pos-float64(k)
-	}
+	ranks, frac := quartileRanks(n)
 	// One pass for the sum of squares and orderStats' histogram: the sum
 	// is a chain of dependent additions (kept in order, as numpy's), which
 	// leaves the histogram's counting free.
@@ -75,19 +67,39 @@ func statsOf(v []float64) Stats {
 	} else {
 		selectRanks(v, ranks[:], at[:])
 	}
+	q := quartiles(at, frac)
+	return Stats{Mean: mean, Median: q[1], Std: math.Sqrt(ss / float64(n)), Min: lo, Max: hi, P25: q[0], P75: q[2], Num: n}
+}
+
+// quartileRanks gives the order statistics numpy's "linear" 25th, 50th and
+// 75th percentiles of n values need — floor(pos) and the next rank, pos =
+// p/100·(n−1), in pairs — and each percentile's fraction between them.
+func quartileRanks(n int) (ranks [6]int, frac [3]float64) {
+	for i, p := range [3]float64{25, 50, 75} {
+		pos := p / 100 * float64(n-1)
+		k := int(math.Floor(pos))
+		ranks[2*i], ranks[2*i+1], frac[i] = k, min(k+1, n-1), pos-float64(k)
+	}
+	return ranks, frac
+}
+
+// quartiles interpolates the three percentiles from the order statistics
+// at the ranks quartileRanks gave, as numpy's _lerp does (exact at both
+// ends).
+func quartiles(at [6]float64, frac [3]float64) [3]float64 {
 	var q [3]float64
 	for i := range q {
 		a, b, f := at[2*i], at[2*i+1], frac[i]
 		switch {
 		case f == 0:
 			q[i] = a
-		case f >= 0.5: // numpy's _lerp: exact at both ends
+		case f >= 0.5:
 			q[i] = b - (b-a)*(1-f)
 		default:
 			q[i] = a + (b-a)*f
 		}
 	}
-	return Stats{Mean: mean, Median: q[1], Std: math.Sqrt(ss / float64(n)), Min: lo, Max: hi, P25: q[0], P75: q[2], Num: n}
+	return q
 }
 
 // orderBuckets is the number of value buckets orderStats counts into: a

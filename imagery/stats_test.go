@@ -174,27 +174,10 @@ func statsBefore(v []float64) Stats {
 		ss += d * d
 		lo, hi = min(lo, x), max(hi, x)
 	}
-	var ranks [6]int
-	var frac [3]float64
-	for i, p := range [3]float64{25, 50, 75} {
-		pos := p / 100 * float64(n-1)
-		k := int(math.Floor(pos))
-		ranks[2*i], ranks[2*i+1], frac[i] = k, min(k+1, n-1), pos-float64(k)
-	}
+	ranks, frac := quartileRanks(n)
 	var at [6]float64
 	orderStats(v, lo, hi, ranks[:], at[:])
-	var q [3]float64
-	for i := range q {
-		a, b, f := at[2*i], at[2*i+1], frac[i]
-		switch {
-		case f == 0:
-			q[i] = a
-		case f >= 0.5:
-			q[i] = b - (b-a)*(1-f)
-		default:
-			q[i] = a + (b-a)*f
-		}
-	}
+	q := quartiles(at, frac)
 	return Stats{Mean: mean, Median: q[1], Std: math.Sqrt(ss / float64(n)), Min: lo, Max: hi, P25: q[0], P75: q[2], Num: n}
 }
 

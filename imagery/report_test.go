@@ -208,16 +208,7 @@ func BenchmarkReportJSON(b *testing.B) {
 			values[i] = float64(rng.IntN(20001)-10000) / 12345
 		}
 	}
-	r := Report{Index: "ndvi", Cols: cols, Rows: rows, Values: values, Stats: Stats{Mean: 0.5, Num: 1}}
-	var buf []byte
-	b.ReportAllocs()
-	for b.Loop() {
-		var err error
-		if buf, err = r.AppendJSON(buf[:0]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.SetBytes(int64(len(buf)))
+	benchmarkAppendJSON(b, Report{Index: "ndvi", Cols: cols, Rows: rows, Values: values, Stats: Stats{Mean: 0.5, Num: 1}})
 }
 
 // TestAppendPixelRowLargeValues writes rows of many shortest-form values

@@ -32,21 +32,7 @@ func fillNearestReference(labels []int32, mask []bool, cols, rows int) {
 	}
 	for head := 0; head < len(queue) && missing > 0; head++ {
 		p := int(queue[head])
-		c, r := p%cols, p/cols
-		var nb [4]int
-		m := 0
-		if r > 0 {
-			nb[m], m = p-cols, m+1
-		}
-		if c > 0 {
-			nb[m], m = p-1, m+1
-		}
-		if c < cols-1 {
-			nb[m], m = p+1, m+1
-		}
-		if r < rows-1 {
-			nb[m], m = p+cols, m+1
-		}
+		nb, m := neighbours4(p, cols, rows)
 		for _, q := range nb[:m] {
 			if seen[q] {
 				continue

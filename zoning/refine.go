@@ -121,8 +121,7 @@ func refineCounting(ctx context.Context, labels []int32, feat []float64, dim, k,
 				examined++
 				c, row := p%cols, p/cols
 				// With no 4-neighbour of another zone there is nothing to weigh.
-				if (c == 0 || labels[p-1] == a || labels[p-1] == 0) && (c == cols-1 || labels[p+1] == a || labels[p+1] == 0) &&
-					(row == 0 || labels[p-cols] == a || labels[p-cols] == 0) && (row == rows-1 || labels[p+cols] == a || labels[p+cols] == 0) {
+				if insideZone(labels, cols, rows, p, a) {
 					continue
 				}
 				mark(next, p) // on a boundary: a candidate of the next sweep whatever happens
@@ -130,21 +129,7 @@ func refineCounting(ctx context.Context, labels []int32, feat []float64, dim, k,
 				if size[ra]-1 < minKeep {
 					continue
 				}
-				f := feat[p*dim : (p+1)*dim]
-				best, bestD, bestQ := a, dist2Centre(f, mean[int(a)*dim:]), -1
-				for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
-					switch {
-					case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
-						continue
-					}
-					b := labels[q]
-					if b == 0 || b == a || cnt[b] == 0 {
-						continue
-					}
-					if d := dist2Centre(f, mean[int(b)*dim:]); d < bestD {
-						best, bestD, bestQ = b, d, q
-					}
-				}
+				best, bestQ := closestNeighbourZone(labels, feat, mean, cnt, dim, cols, p)
 				if best == a || !staysConnected(labels, cols, rows, c, row) {
 					continue
 				}
@@ -308,4 +293,38 @@ func staysConnected(labels []int32, cols, rows, c, r int) bool {
 		}
 	}
 	return true
+}
+
+// insideZone reports whether pixel p of zone a has no 4-neighbour of
+// another zone (unlabelled pixels do not count): most pixels, with nothing
+// to weigh.
+func insideZone(labels []int32, cols, rows, p int, a int32) bool {
+	c, row := p%cols, p/cols
+	return (c == 0 || labels[p-1] == a || labels[p-1] == 0) && (c == cols-1 || labels[p+1] == a || labels[p+1] == 0) &&
+		(row == 0 || labels[p-cols] == a || labels[p-cols] == 0) && (row == rows-1 || labels[p+cols] == a || labels[p+cols] == 0)
+}
+
+// closestNeighbourZone is the zone whose mean is closest to pixel p's
+// features among p's own and those of its 4-neighbours in other non-empty
+// zones (the first of equals, in the order left, right, up, down), and the
+// neighbour it was found at (−1 when p's own zone is closest).
+func closestNeighbourZone(labels []int32, feat, mean, cnt []float64, dim, cols, p int) (best int32, at int) {
+	a, c, n := labels[p], p%cols, len(labels)
+	f := feat[p*dim : (p+1)*dim]
+	best, at = a, -1
+	bestD := dist2Centre(f, mean[int(a)*dim:])
+	for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
+		switch {
+		case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
+			continue
+		}
+		b := labels[q]
+		if b == 0 || b == a || cnt[b] == 0 {
+			continue
+		}
+		if d := dist2Centre(f, mean[int(b)*dim:]); d < bestD {
+			best, bestD, at = b, d, q
+		}
+	}
+	return best, at
 }

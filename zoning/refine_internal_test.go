@@ -69,25 +69,10 @@ func refineReference(ctx context.Context, labels []int32, feat []float64, dim, k
 			c, row := p%cols, p/cols
 			// Most pixels lie inside their region: with no 4-neighbour of
 			// another zone there is nothing to weigh.
-			if (c == 0 || labels[p-1] == a || labels[p-1] == 0) && (c == cols-1 || labels[p+1] == a || labels[p+1] == 0) &&
-				(row == 0 || labels[p-cols] == a || labels[p-cols] == 0) && (row == rows-1 || labels[p+cols] == a || labels[p+cols] == 0) {
+			if insideZone(labels, cols, rows, p, a) {
 				continue
 			}
-			f := feat[p*dim : (p+1)*dim]
-			best, bestD, bestQ := a, dist2Centre(f, mean[int(a)*dim:]), -1
-			for _, q := range [4]int{p - 1, p + 1, p - cols, p + cols} {
-				switch {
-				case q == p-1 && c == 0, q == p+1 && c == cols-1, q < 0, q >= n:
-					continue
-				}
-				b := labels[q]
-				if b == 0 || b == a || cnt[b] == 0 {
-					continue
-				}
-				if d := dist2Centre(f, mean[int(b)*dim:]); d < bestD {
-					best, bestD, bestQ = b, d, q
-				}
-			}
+			best, bestQ := closestNeighbourZone(labels, feat, mean, cnt, dim, cols, p)
 			if best == a || !staysConnected(labels, cols, rows, c, row) {
 				continue
 			}

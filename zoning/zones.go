@@ -614,21 +614,7 @@ func fillNearest(labels []int32, mask []bool, cols, rows int) {
 	frontier := len(queue)
 	for head := 0; head < len(queue) && missing > 0; head++ {
 		p := int(queue[head])
-		c, r := p%cols, p/cols
-		var nb [4]int
-		m := 0
-		if r > 0 {
-			nb[m], m = p-cols, m+1
-		}
-		if c > 0 {
-			nb[m], m = p-1, m+1
-		}
-		if c < cols-1 {
-			nb[m], m = p+1, m+1
-		}
-		if r < rows-1 {
-			nb[m], m = p+cols, m+1
-		}
+		nb, m := neighbours4(p, cols, rows)
 		for _, q := range nb[:m] {
 			if labels[q] != 0 {
 				continue
@@ -896,4 +882,24 @@ func (rl *regionLabeller) label(labels []int32, cols, rows int) ([]int32, int) {
 		}
 	}
 	return id, int(count)
+}
+
+// neighbours4 lists pixel p's 4-neighbours inside a cols×rows grid, in the
+// order up, left, right, down (the order a breadth-first fill visits them,
+// which decides ties): nb[:m].
+func neighbours4(p, cols, rows int) (nb [4]int, m int) {
+	c, r := p%cols, p/cols
+	if r > 0 {
+		nb[m], m = p-cols, m+1
+	}
+	if c > 0 {
+		nb[m], m = p-1, m+1
+	}
+	if c < cols-1 {
+		nb[m], m = p+1, m+1
+	}
+	if r < rows-1 {
+		nb[m], m = p+cols, m+1
+	}
+	return nb, m
 }

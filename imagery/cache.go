@@ -413,8 +413,11 @@ type floatPool struct {
 }
 
 // get returns an array of n values, holding anything: the caller writes
-// every one.
+// every one. A nil pool allocates.
 func (fp *floatPool) get(n int) []float64 {
+	if fp == nil {
+		return make([]float64, n)
+	}
 	if v, ok := fp.p.Get().(*[]float64); ok {
 		if cap(*v) >= n {
 			return (*v)[:n]
@@ -431,9 +434,9 @@ func (fp *floatPool) get(n int) []float64 {
 // later (a 10,000 ha field's bands: 8 MB each).
 const maxPooledFloats = 1 << 17
 
-// put takes back an array nobody reads any more.
+// put takes back an array nobody reads any more (a nil pool drops it).
 func (fp *floatPool) put(v []float64) {
-	if c := cap(v); c > 0 && c <= maxPooledFloats {
+	if c := cap(v); fp != nil && c > 0 && c <= maxPooledFloats {
 		fp.p.Put(&v)
 	}
 }

@@ -191,7 +191,7 @@ func (fr *FieldRaster) usableEverywhere(bands []string, pool *floatPool) (*usabl
 	}
 	u := newUsablePixels(pos[:m], in, fr, bands, pool)
 	for k, name := range bands {
-		g, v := pool.getFloats(m), fr.Bands[name][:n]
+		g, v := pool.get(m), fr.Bands[name][:n]
 		u.gathered[k] = g
 		noData := false
 		for j, p := range u.pos {
@@ -267,7 +267,7 @@ type usablePixels struct {
 // the field), nothing gathered yet.
 func newUsablePixels(pos []int32, inField int, fr *FieldRaster, bands []string, pool *floatPool) *usablePixels {
 	u := &usablePixels{pos: pos, inField: inField, bands: bands, source: fr.Bands, gathered: make([][]float64, len(bands)), pool: pool}
-	u.values = pool.getFloats(len(pos))
+	u.values = pool.get(len(pos))
 	return u
 }
 
@@ -275,12 +275,12 @@ func newUsablePixels(pos []int32, inField int, fr *FieldRaster, bands []string, 
 func (u *usablePixels) release() {
 	for _, g := range u.gathered {
 		if g != nil {
-			u.pool.putFloats(g)
+			u.pool.put(g)
 		}
 	}
-	u.pool.putFloats(u.values)
+	u.pool.put(u.values)
 	if u.nans != nil {
-		u.pool.putFloats(u.nans)
+		u.pool.put(u.nans)
 	}
 }
 
@@ -308,7 +308,7 @@ func (u *usablePixels) band(name string) []float64 {
 	if g := u.gathered[k]; g != nil {
 		return g
 	}
-	g, v := u.pool.getFloats(len(u.pos)), u.source[name]
+	g, v := u.pool.get(len(u.pos)), u.source[name]
 	for j, p := range u.pos {
 		g[j] = v[p]
 	}
@@ -329,7 +329,7 @@ func (fr *FieldRaster) productOfUsable(ix Index, u *usablePixels) Product {
 	nan := math.NaN()
 	values := make([]float64, len(fr.InField))
 	if u.nans == nil && u.shares > 1 {
-		u.nans = u.pool.getFloats(len(values))
+		u.nans = u.pool.get(len(values))
 		for i := range u.nans {
 			u.nans[i] = nan
 		}
@@ -366,21 +366,6 @@ func (fr *FieldRaster) productOfUsable(ix Index, u *usablePixels) Product {
 		st.CloudCover = 100 * float64(masked) / float64(fr.FieldPixels)
 	}
 	return Product{Index: ix.Name, Grid: fr.Grid, Values: values, Stats: st}
-}
-
-// getFloats is fp.get, or a new array when fp is nil.
-func (fp *floatPool) getFloats(n int) []float64 {
-	if fp == nil {
-		return make([]float64, n)
-	}
-	return fp.get(n)
-}
-
-// putFloats is fp.put, when fp is not nil.
-func (fp *floatPool) putFloats(v []float64) {
-	if fp != nil {
-		fp.put(v)
-	}
 }
 
 // resolve looks up the indices and lists the bands they use, each once.

@@ -200,3 +200,38 @@ func TestProductPixelStates(t *testing.T) {
 	_, err := bad.Product(Index{Name: "x", Bands: []string{"B05", "B03"}, Compute: sum})
 	require.Error(t, err)
 }
+
+// BenchmarkPlannedFields reads 40 small fields scattered over a 10980²
+// COG, each in the upper part of its tiles, through a fresh scene per
+// iteration (so every tile decodes): with a plan the tiles decode down to
+// the fields' last rows only.
+func BenchmarkPlannedFields(b *testing.B) {
+	dir := writeTileScene(b)
+	var fields []orb.MultiPolygon
+	for i := range 40 {
+		fields = append(fields, squareField(b, 100+(i%8)*1300, 60+(i/8)*2000, 40))
+	}
+	for _, planned := range []bool{false, true} {
+		name := "unplanned"
+		if planned {
+			name = "planned"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				s, err := OpenScene(context.Background(), dir, SceneOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if planned {
+					s.PlanFields(fields)
+				}
+				for _, f := range fields {
+					if _, err := s.FieldProducts(context.Background(), f, []string{"ndvi"}, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.Close()
+			}
+		})
+	}
+}
